@@ -1,0 +1,105 @@
+"""The TaskBundle and the small records it carries: tool calls, episodes, goals, prompt parts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from poisson_tasks.domain.ledger import EngineConfig, Row
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The one byte form every digest is taken over: sorted keys, no spaces, UTF-8."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digest(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj)).hexdigest()
+
+
+class ToolCall(BaseModel):
+    """One call a model made: a tool name and its parsed arguments (None when they did not parse)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str | None = None
+
+
+class Episode(BaseModel):
+    """What verify() judges: the calls of each model turn and how the episode ended."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turns: list[list[ToolCall]]
+    ended_with_reply: bool = True
+    turn_limit_hit: bool = False
+
+
+class Goal(BaseModel):
+    """What counts as done for one record: this ledger, this record, this stage."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ledger: str
+    record_id: str
+    stage: int
+
+
+class PromptParts(BaseModel):
+    """The user prompt as a template and its slots, so the pin ledger can hold each part."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    template: str
+    slots: dict[str, str]
+    knob_slots: list[str] = Field(default_factory=list)
+
+
+class TaskBundle(BaseModel):
+    """One generated task: what the model sees, how it is judged, and what produced it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    arm_id: str
+    seed: int
+    split: Literal["eval", "train"]
+    system_prompt: str
+    prompt: str | list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    goal: list[Goal]
+    reference_calls: list[ToolCall]
+    reference_observations: list[str]
+    negative_controls: dict[str, Episode]
+    verifier: Literal["strict", "leaky"]
+    pins: dict[str, Any] = Field(default_factory=dict)
+    engine_hash: str
+    generator_hash: str
+    vocabulary_hash: str
+    initial_state: list[Row]
+    expected_final_state: list[Row]
+    min_calls: int
+    reference_turns: int
+    prompt_parts: PromptParts
+    system_filler: str = ""
+    engine: EngineConfig
+
+    def canonical(self) -> bytes:
+        """The bundle's canonical JSON bytes (what byte-determinism is checked on)."""
+        return canonical_json(self.model_dump(mode="json"))
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The opening request's messages: system prompt, then the prompt or the seeded history."""
+        head: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt}]
+        if isinstance(self.prompt, str):
+            return [*head, {"role": "user", "content": self.prompt}]
+        return [*head, *self.prompt]

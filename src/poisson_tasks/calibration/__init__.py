@@ -1,0 +1,1 @@
+"""Calibration cards: pure statistics and their presentation."""

@@ -1,0 +1,359 @@
+"""Pure statistics for calibration cards.
+
+A *cell* is one arm's results, held as two aligned integer arrays: ``successes[t]`` and
+``attempts[t]`` per task (tasks are seeds). Attempts that the instrument failed to score are
+excluded upstream, so attempt counts differ between tasks; a task with zero scored attempts has
+no rate and is dropped wherever rates are used. Every task weighs the same in a cell's rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import norm  # type: ignore[import-untyped]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+__all__ = [
+    "Interval",
+    "PairedResult",
+    "call_pair",
+    "cell_from_scores",
+    "cell_rate",
+    "cluster_bootstrap",
+    "clustered_se",
+    "is_saturated",
+    "mdd_binomial_worst_case",
+    "mdd_worst_case",
+    "median_or_none",
+    "minimum_detectable_difference",
+    "non_increasing",
+    "paired_bootstrap",
+    "pass_at_k",
+    "pass_hat_k",
+    "percentile_or_none",
+    "task_pass_at_k",
+    "tasks_needed",
+]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval with the point estimate it surrounds."""
+
+    low: float
+    high: float
+    point: float
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """Paired A-minus-B comparison over shared seeds: difference, interval, churn, pairs used."""
+
+    diff: float
+    interval: Interval
+    churn: float
+    pairs_used: int
+    pairs_dropped: int
+
+
+# --------------------------------------------------------------------------- cell handling
+
+
+def cell_from_scores(scores: Sequence[Sequence[int]]) -> tuple[IntArray, IntArray]:
+    """Turn ragged per-task 0/1 attempt scores into aligned (successes, attempts) arrays."""
+    succ = np.zeros(len(scores), dtype=np.int64)
+    att = np.zeros(len(scores), dtype=np.int64)
+    for t, task in enumerate(scores):
+        row = np.asarray(task, dtype=np.int64)
+        if np.any((row != 0) & (row != 1)):
+            raise ValueError(f"task {t}: attempt scores must be 0 or 1")
+        succ[t] = int(row.sum())
+        att[t] = row.size
+    return succ, att
+
+
+def _cell(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> tuple[IntArray, IntArray]:
+    """Validate a cell and return it as int64 arrays (all tasks, including empty ones)."""
+    s = np.asarray(successes)
+    n = np.asarray(attempts)
+    if s.ndim != 1 or n.ndim != 1 or s.shape != n.shape:
+        raise ValueError("successes and attempts must be 1-D arrays of the same length")
+    if s.size and not (np.issubdtype(s.dtype, np.integer) and np.issubdtype(n.dtype, np.integer)):
+        raise ValueError("successes and attempts must be integers")
+    s64 = s.astype(np.int64)
+    n64 = n.astype(np.int64)
+    if np.any(n64 < 0) or np.any(s64 < 0) or np.any(s64 > n64):
+        raise ValueError("need 0 <= successes <= attempts for every task")
+    return s64, n64
+
+
+def _task_rates(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> FloatArray:
+    """Per-task pass rates, dropping tasks with zero scored attempts; raise if none remain."""
+    s, n = _cell(successes, attempts)
+    keep = n > 0
+    if not np.any(keep):
+        raise ValueError("cell has no task with a scored attempt")
+    return s[keep] / n[keep]
+
+
+def _check_interval_args(resamples: int, confidence: float) -> None:
+    """Reject resample counts below one and confidence levels outside (0, 1)."""
+    if resamples < 1:
+        raise ValueError("resamples must be >= 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+
+
+def _percentile_interval(stats: FloatArray, confidence: float, point: float) -> Interval:
+    """Percentile interval: numpy.quantile(method="linear") at (1-c)/2 and 1-(1-c)/2."""
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(stats, [tail, 1.0 - tail], method="linear")
+    return Interval(low=float(low), high=float(high), point=point)
+
+
+# --------------------------------------------------------------------------- pass@k family
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k, 1 - C(n-c,k)/C(n,k), in the stable product form 1 - prod(1 - k/i)."""
+    if k < 1 or k > n:
+        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
+    if c < 0 or c > n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    if n - c < k:
+        return 1.0
+    i = np.arange(n - c + 1, n + 1, dtype=np.float64)
+    return float(1.0 - np.prod(1.0 - k / i))
+
+
+def _pass_hat_k_one(n: int, c: int, k: int) -> float:
+    """pass^k for one task, C(c,k)/C(n,k), as the product prod_{j<k} (c-j)/(n-j)."""
+    if c < k:
+        return 0.0
+    j = np.arange(k, dtype=np.float64)
+    return float(np.prod((c - j) / (n - j)))
+
+
+def _mean_over_tasks(
+    successes: npt.ArrayLike,
+    attempts: npt.ArrayLike,
+    k: int,
+    per_task: Callable[[int, int, int], float],
+) -> float:
+    """Mean of per_task(n, c, k) over tasks with at least k scored attempts."""
+    if k < 1:
+        raise ValueError(f"need k >= 1, got k={k}")
+    s, n = _cell(successes, attempts)
+    keep = n >= k
+    if not np.any(keep):
+        raise ValueError(f"no task has at least k={k} scored attempts")
+    pairs = zip(n[keep].tolist(), s[keep].tolist(), strict=True)
+    return float(np.mean([per_task(n_t, c_t, k) for n_t, c_t in pairs]))
+
+
+def task_pass_at_k(successes: npt.ArrayLike, attempts: npt.ArrayLike, k: int) -> float:
+    """Mean over tasks of pass@k; tasks with fewer than k scored attempts are excluded."""
+    return _mean_over_tasks(successes, attempts, k, pass_at_k)
+
+
+def pass_hat_k(successes: npt.ArrayLike, attempts: npt.ArrayLike, k: int) -> float:
+    """Mean over tasks of pass^k (Yao et al.), C(c,k)/C(n,k): all k draws succeed.
+
+    Tasks with fewer than k scored attempts are excluded.
+    """
+    return _mean_over_tasks(successes, attempts, k, _pass_hat_k_one)
+
+
+# --------------------------------------------------------------------------- rates and intervals
+
+
+def cell_rate(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> float:
+    """pass@1 as the mean over tasks of each task's pass rate (every task weighs the same)."""
+    return float(np.mean(_task_rates(successes, attempts)))
+
+
+def cluster_bootstrap(
+    successes: npt.ArrayLike,
+    attempts: npt.ArrayLike,
+    *,
+    resamples: int = 2000,
+    seed: int,
+    confidence: float = 0.95,
+) -> Interval:
+    """Task-clustered percentile bootstrap of the task-mean rate; same inputs+seed, same floats.
+
+    Tasks are resampled with replacement (a task's attempts move together) from one
+    Generator(PCG64(seed)) index matrix of shape (resamples, n_tasks); endpoints are
+    numpy.quantile(method="linear") at (1-confidence)/2 and 1-(1-confidence)/2.
+    """
+    _check_interval_args(resamples, confidence)
+    rates = _task_rates(successes, attempts)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    idx = rng.integers(0, rates.size, size=(resamples, rates.size))
+    stats: FloatArray = rates[idx].mean(axis=1)
+    return _percentile_interval(stats, confidence, float(rates.mean()))
+
+
+def paired_bootstrap(
+    a_succ: npt.ArrayLike,
+    a_att: npt.ArrayLike,
+    b_succ: npt.ArrayLike,
+    b_att: npt.ArrayLike,
+    *,
+    resamples: int = 2000,
+    seed: int,
+    confidence: float = 0.95,
+) -> PairedResult:
+    """Paired bootstrap of mean(rA - rB) over shared seeds, resampling seeds jointly.
+
+    Arrays are aligned by seed. A seed with zero scored attempts in either arm is dropped from
+    the pairing. churn is the share of used seeds whose task pass rate differs between A and B.
+    """
+    _check_interval_args(resamples, confidence)
+    sa, na = _cell(a_succ, a_att)
+    sb, nb = _cell(b_succ, b_att)
+    if sa.shape != sb.shape:
+        raise ValueError("the two cells must be aligned on the same seeds")
+    keep = (na > 0) & (nb > 0)
+    used = int(keep.sum())
+    if used == 0:
+        raise ValueError("no seed has scored attempts in both arms")
+    sa, na, sb, nb = sa[keep], na[keep], sb[keep], nb[keep]
+    d = sa / na - sb / nb
+    rng = np.random.Generator(np.random.PCG64(seed))
+    idx = rng.integers(0, used, size=(resamples, used))
+    stats: FloatArray = d[idx].mean(axis=1)
+    diff = float(d.mean())
+    churn = float(np.mean(sa * nb != sb * na))  # exact integer comparison of the two rates
+    return PairedResult(
+        diff=diff,
+        interval=_percentile_interval(stats, confidence, diff),
+        churn=churn,
+        pairs_used=used,
+        pairs_dropped=int(keep.size - used),
+    )
+
+
+def call_pair(
+    diff: float, interval: Interval, resolution: float = 0.15
+) -> Literal["distinguishable", "too_small"]:
+    """Call two levels distinguishable only if the interval excludes zero and |diff| >= resolution.
+
+    A tolerance of 1e-12 lets a difference of exactly the resolution count; touching zero does not.
+    """
+    excludes_zero = interval.low > 0.0 or interval.high < 0.0
+    if excludes_zero and abs(diff) >= resolution - 1e-12:
+        return "distinguishable"
+    return "too_small"
+
+
+def is_saturated(rate: float, low: float = 0.05, high: float = 0.95) -> bool:
+    """True when a rate is at a floor or ceiling (rate <= low or rate >= high)."""
+    return rate <= low or rate >= high
+
+
+def non_increasing(rates: Sequence[float]) -> bool:
+    """True when each rate is no larger than the one before it (difficulty ladders)."""
+    return all(b <= a for a, b in pairwise(rates))
+
+
+def clustered_se(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> float:
+    """Miller (2024) clustered SE of the pooled attempt mean, for power planning.
+
+    SE = sqrt(C/(C-1) * sum_c (sum_{i in c} (s_i - mean))^2) / n over the C tasks with scored
+    attempts, n attempts in all. The card's point estimate is the task-mean, not this mean.
+    """
+    s, n = _cell(successes, attempts)
+    keep = n > 0
+    s, n = s[keep], n[keep]
+    clusters = s.size
+    if clusters < 2:
+        raise ValueError("clustered SE needs at least two tasks with scored attempts")
+    total = int(n.sum())
+    mean = s.sum() / total
+    resid = s - n * mean  # sum over a task's attempts of (s_i - mean)
+    return float(math.sqrt(clusters / (clusters - 1) * float(np.sum(resid**2))) / total)
+
+
+# --------------------------------------------------------------------------- power planning
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    """z_{1-alpha/2} + z_{power}: the two-sided test's critical value plus the power quantile."""
+    if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
+        raise ValueError("alpha and power must be in (0, 1)")
+    return float(norm.ppf(1.0 - alpha / 2.0)) + float(norm.ppf(power))
+
+
+def _mdd(n_tasks: int, var_d: float, alpha: float, power: float) -> float:
+    """delta = (z_{1-alpha/2} + z_{power}) * sqrt(var_d / n_tasks)."""
+    if n_tasks < 1:
+        raise ValueError("n_tasks must be >= 1")
+    return _z_sum(alpha, power) * math.sqrt(var_d / n_tasks)
+
+
+def mdd_worst_case(n_tasks: int, *, alpha: float = 0.05, power: float = 0.80) -> float:
+    """Minimum detectable paired difference with Var(d_i) = 1, valid for any data.
+
+    d_i = rA_i - rB_i lies in [-1, 1], and no variable in [-1, 1] has variance above 1.
+    """
+    return _mdd(n_tasks, 1.0, alpha, power)
+
+
+def mdd_binomial_worst_case(n_tasks: int, *, alpha: float = 0.05, power: float = 0.80) -> float:
+    """Minimum detectable paired difference with Var(d_i) = 0.5, for independent arms.
+
+    A task rate (between-task spread plus within-task binomial noise) lies in [0, 1], so its
+    variance is at most 0.25 whatever the attempt count; that maximum is reached when attempts
+    are perfectly correlated within a task. Independent arms add: Var(d_i) <= 0.25 + 0.25.
+    """
+    return _mdd(n_tasks, 0.5, alpha, power)
+
+
+def minimum_detectable_difference(
+    n_tasks: int, attempts: int, *, alpha: float = 0.05, power: float = 0.80
+) -> float:
+    """Smallest paired difference the design detects at two-sided alpha and power, worst case.
+
+    Uses Var(d_i) = 1 (see mdd_worst_case): the only bound that holds for arms of any
+    dependence. attempts cannot tighten a worst case (perfectly correlated attempts reach it).
+    """
+    if attempts < 1:
+        raise ValueError("attempts must be >= 1")
+    return mdd_worst_case(n_tasks, alpha=alpha, power=power)
+
+
+def tasks_needed(delta: float, var_d: float, alpha: float = 0.05, power: float = 0.80) -> int:
+    """Tasks needed to detect a paired difference delta: ceil((z+z)^2 * var_d / delta^2).
+
+    A relative slack of 1e-9 keeps float noise from rounding an exact integer up.
+    """
+    if delta <= 0.0 or var_d <= 0.0:
+        raise ValueError("delta and var_d must be positive")
+    exact = _z_sum(alpha, power) ** 2 * var_d / delta**2
+    return math.ceil(exact * (1.0 - 1e-9))
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def median_or_none(values: npt.ArrayLike) -> float | None:
+    """Median, or None for empty input: a figure not measured is never printed as zero."""
+    arr = np.asarray(values, dtype=np.float64)
+    return None if arr.size == 0 else float(np.median(arr))
+
+
+def percentile_or_none(values: npt.ArrayLike, q: float) -> float | None:
+    """q-th percentile (0-100, linear), or None for empty input, never a made-up zero."""
+    if not 0.0 <= q <= 100.0:
+        raise ValueError("q must be in [0, 100]")
+    arr = np.asarray(values, dtype=np.float64)
+    return None if arr.size == 0 else float(np.percentile(arr, q, method="linear"))

@@ -1,0 +1,109 @@
+"""generate(arm, seed): draw the scenario, let the knob build its draft, replay the reference, seal the bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
+from poisson_tasks.bundle import TaskBundle, digest
+from poisson_tasks.domain.engine import apply, initial_state
+from poisson_tasks.domain.ledger import EngineConfig
+from poisson_tasks.errors import ArmError
+from poisson_tasks.generator import depth, distractor
+from poisson_tasks.generator.controls import negative_controls
+from poisson_tasks.generator.draft import Draft
+from poisson_tasks.generator.prompts import SYSTEM_PROMPT, render
+from poisson_tasks.generator.scenario import Scenario, check_seed, draw_scenario
+from poisson_tasks.generator.tools import schema
+from poisson_tasks.hashes import engine_hash, generator_hash, vocabulary_hash
+
+Builder = Callable[[ArmSpec, Scenario], Draft]
+BUILDERS: dict[str, Builder] = {
+    "depth": depth.build,
+    "distractor": distractor.build,
+}
+_OK_STATUSES = ("ok", "unavailable", "part")
+
+
+class GeneratorFault(RuntimeError):
+    """The generator produced a task its own reference cannot solve: a bug, never the user's input."""
+
+
+def _spec(arm: ArmSpec | str) -> ArmSpec:
+    return parse_arm_id(arm) if isinstance(arm, str) else arm
+
+
+def generate(arm: ArmSpec | str, seed: int) -> TaskBundle:
+    """The task of `arm` at `seed`: the same bytes in every process, platform and Python version."""
+    spec = _spec(arm)
+    check_seed(seed)
+    builder = BUILDERS.get(spec.knob)
+    if builder is None:
+        raise ArmError(
+            f"knob {spec.knob!r} has no generator in this build; generated knobs: {', '.join(BUILDERS)}"
+        )
+    sc = draw_scenario(spec.split, seed)
+    draft = builder(spec, sc)
+    return seal(spec, sc, draft)
+
+
+def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
+    """Turn a draft into a bundle: schemas, engine config, replayed reference, controls, task_id."""
+    config = EngineConfig(
+        key=sc.key,
+        rows=tuple(sorted(draft.rows)),
+        bindings=tuple(draft.bindings),
+        faults=tuple(draft.faults),
+        start_seq=sum(1 for m in draft.history if m.get("role") == "tool"),
+    )
+    state = initial_state(config)
+    observations: list[str] = []
+    for call in draft.reference:
+        state, line = apply(config, state, call.name, call.arguments)
+        if not line[7:19].rstrip().startswith(_OK_STATUSES):
+            raise GeneratorFault(f"{arm_id(spec)} seed {sc.seed}: reference call {call.name} -> {line}")
+        observations.append(line)
+    stages = {(r.ledger, r.record_id): r.stage for r in state.rows}
+    for g in draft.goals:
+        if stages.get((g.ledger, g.record_id)) != g.stage:
+            raise GeneratorFault(f"{arm_id(spec)} seed {sc.seed}: reference misses goal {g}")
+    prompt_text, parts = render(draft.template, draft.slots, draft.knob_slots)
+    prompt: str | list[dict[str, object]]
+    if draft.history:
+        prompt = [{"role": "user", "content": prompt_text}, *draft.history]
+    else:
+        prompt = prompt_text
+    system = SYSTEM_PROMPT + (" " + draft.system_filler if draft.system_filler else "")
+    tools = [schema(b) for b in draft.bindings]
+    fields = {
+        "arm_id": arm_id(spec),
+        "seed": sc.seed,
+        "split": spec.split,
+        "system_prompt": system,
+        "prompt": prompt,
+        "tools": tools,
+        "goal": [g.model_dump() for g in draft.goals],
+        "reference_calls": [c.model_dump() for c in draft.reference],
+        "reference_observations": observations,
+        "negative_controls": {
+            k: v.model_dump()
+            for k, v in negative_controls(
+                config, {b.name for b in draft.bindings}, draft.goals, draft.reference,
+                draft.bystander,
+            ).items()
+        },
+        "verifier": spec.strictness,
+        "engine_hash": engine_hash(),
+        "generator_hash": generator_hash(),
+        "vocabulary_hash": vocabulary_hash(),
+        "initial_state": [list(r) for r in config.rows],
+        "expected_final_state": [list(r) for r in state.rows],
+        "min_calls": spec.min_calls,
+        "reference_turns": spec.reference_turns,
+        "prompt_parts": parts.model_dump(),
+        "system_filler": draft.system_filler,
+        "engine": config.model_dump(mode="json"),
+    }
+    task_id = digest(fields)
+    return TaskBundle.model_validate({"task_id": task_id, **fields})
+

@@ -1,0 +1,175 @@
+"""The run folder's on-disk records: `run.json` (the header) and `episodes.jsonl` (one line per episode).
+
+The runner writes these and calibration reads them; this module is the contract between the two.
+A run folder is append-only: episode lines are written and flushed as each episode ends, and the
+header is replaced atomically (write, fsync, rename), so a crash or kill never leaves it half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from poisson_tasks.errors import RunFolderError
+from poisson_tasks.verifier import Outcome
+
+HEADER = "run.json"
+EPISODES = "episodes.jsonl"
+FORMAT = "poisson-tasks/run-folder@1"
+
+StopReason = Literal[
+    "complete", "token_budget", "wall_clock", "dollar_budget", "out_of_credit", "interrupted", "running"
+]
+
+
+class Thresholds(BaseModel):
+    """Every threshold a card uses, declared before the run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    saturation_low: float = 0.05
+    saturation_high: float = 0.95
+    resolution: float = 0.15
+    no_call_max: float = 0.10
+    instrument_max: float = 0.02
+    bootstrap_resamples: int = 2000
+    bootstrap_seed: int = 20260925
+    confidence: float = 0.95
+
+
+class Usage(BaseModel):
+    """Tokens as the provider reported them; None where it reported nothing (never estimated)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    provider_cost_usd: float | None = None
+
+
+class Timing(BaseModel):
+    """Seconds measured around the episode; None where not recorded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    episode_s: float | None = None
+    model_s: float | None = None
+    harness_s: float | None = None
+    setup_s: float | None = None
+
+
+class EpisodeLine(BaseModel):
+    """One finished episode: who, the verdict, usage and timing, and the full transcript."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arm_id: str
+    seed: int
+    attempt: int
+    task_id: str
+    session: int = Field(description="which invocation of the runner made it: 0 first, 1+ resumed")
+    resumed: bool
+    outcome: Outcome
+    strict_label: Outcome
+    leaky_pass: bool
+    passed: bool
+    malformed_clause: int | None = None
+    min_calls: int
+    tool_calls: int
+    model_calls: int
+    goal_stages: list[int] = Field(default_factory=list)
+    usage: Usage = Usage()
+    timing: Timing = Timing()
+    system_fingerprints: list[str] = Field(default_factory=list)
+    finish_reasons: list[str] = Field(default_factory=list)
+    unparsed_text_calls: int = 0
+    error: str | None = None
+    transcript: dict[str, Any] = Field(default_factory=dict)
+
+
+class Session(BaseModel):
+    """One invocation of the runner on this folder."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    started_at: str
+    ended_at: str | None = None
+    stop_reason: StopReason = "running"
+    episodes_written: int = 0
+
+
+class RunHeader(BaseModel):
+    """The run's header: what was planned, how it was served, and every session that wrote to it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = FORMAT
+    preregistration: dict[str, Any]
+    preregistration_hash: str
+    seed_list_hash: str
+    seeds: list[int]
+    arms: list[str]
+    attempts: int
+    engine_hash: str
+    generator_hash: str
+    vocabulary_hash: str
+    environment_hash: str
+    package_version: str
+    package_versions: dict[str, str] = Field(default_factory=dict)
+    serving: dict[str, Any] = Field(default_factory=dict)
+    concurrency: int | None = None
+    thresholds: Thresholds = Thresholds()
+    sessions: list[Session] = Field(default_factory=list)
+
+
+def write_header(folder: Path, header: RunHeader) -> None:
+    """Replace run.json atomically so a kill never leaves half a header."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / (HEADER + ".tmp")
+    data = json.dumps(header.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / HEADER)
+
+
+def read_header(folder: Path) -> RunHeader:
+    path = folder / HEADER
+    if not path.is_file():
+        raise RunFolderError(f"{folder} is not a run folder: {HEADER} is missing (run `poisson-tasks run` first)")
+    try:
+        return RunHeader.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise RunFolderError(f"{path} is damaged or from another version: {first}") from exc
+
+
+def iter_episodes(folder: Path) -> Iterator[EpisodeLine]:
+    """Every complete episode line; a torn last line (a kill mid-write) is skipped, never parsed."""
+    path = folder / EPISODES
+    if not path.exists():
+        return
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
+                break  # the line a kill interrupted: it was never flushed whole, so it never counted
+            try:
+                yield EpisodeLine.model_validate_json(raw)
+            except ValueError as exc:
+                raise RunFolderError(f"{path}:{number} is not an episode line: {str(exc).splitlines()[0]}") from exc
+
+
+def append_episode(fh: Any, line: EpisodeLine) -> None:
+    """Append one episode line and flush it to disk before the next episode is counted."""
+    fh.write(line.model_dump_json().encode() + b"\n")
+    fh.flush()
+    os.fsync(fh.fileno())

@@ -1,0 +1,186 @@
+"""verify(): the pure judge of one episode, and the closed, ordered outcome vocabulary.
+
+The first outcome that matches wins. verify itself never returns replay_mismatch, api_error or
+wall_timeout: whatever ran the episode assigns those, since verify's inputs cannot see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from poisson_tasks.bundle import TaskBundle, ToolCall
+from poisson_tasks.domain.engine import LedgerState, apply, initial_state
+from poisson_tasks.domain.ledger import Row
+
+Outcome = Literal[
+    "verifier_error",
+    "replay_mismatch",
+    "api_error",
+    "wall_timeout",
+    "malformed_call",
+    "turn_limit",
+    "overshoot",
+    "wrong_state",
+    "collateral_mutation",
+    "passed",
+]
+OUTCOMES: tuple[Outcome, ...] = (
+    "verifier_error",
+    "replay_mismatch",
+    "api_error",
+    "wall_timeout",
+    "malformed_call",
+    "turn_limit",
+    "overshoot",
+    "wrong_state",
+    "collateral_mutation",
+    "passed",
+)
+INSTRUMENT_OUTCOMES: frozenset[str] = frozenset(
+    {"verifier_error", "replay_mismatch", "api_error", "wall_timeout"}
+)
+LEAKY_PASSES: frozenset[str] = frozenset({"overshoot", "collateral_mutation", "passed"})
+_UNSEEN = -1
+
+
+class FormatReport(BaseModel):
+    """What the serving side saw of format clause 1 (tool calls its parser missed, left as plain text)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    unparsed_calls: int = 0
+    clause1_counts: bool = True
+
+
+class Verdict(BaseModel):
+    """The judgement of one episode: the strict label, the leaky reading, and what the replay found."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome: Outcome
+    strict_label: Outcome
+    leaky_pass: bool
+    passed: bool
+    malformed_clause: int | None = None
+    calls: int
+    goal_stages: list[int]
+    observations: list[str]
+    final_state: list[Row]
+    detail: str = ""
+
+
+def _malformed_clause(
+    call: ToolCall, table: dict[str, tuple[tuple[str, ...], frozenset[str]]]
+) -> int | None:
+    """Clauses 2-4 at the call level (clause 1 comes in through `fmt`)."""
+    params = table.get(call.name)
+    if params is None:
+        return 2
+    if call.arguments is None:
+        return 1
+    required, allowed = params
+    if any(r not in call.arguments for r in required):
+        return 3
+    if any(k not in allowed for k in call.arguments):
+        return 4
+    return None
+
+
+def _params(bundle: TaskBundle) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
+    out: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+    for t in bundle.tools:
+        fn = t["function"]
+        p = fn["parameters"]
+        out[fn["name"]] = (tuple(p.get("required", ())), frozenset(p.get("properties", {})))
+    return out
+
+
+def _error(detail: str) -> Verdict:
+    return Verdict(
+        outcome="verifier_error",
+        strict_label="verifier_error",
+        leaky_pass=False,
+        passed=False,
+        calls=0,
+        goal_stages=[],
+        observations=[],
+        final_state=[],
+        detail=detail,
+    )
+
+
+def verify(
+    bundle: TaskBundle,
+    turns: Sequence[Sequence[ToolCall]],
+    ended_with_reply: bool,
+    turn_limit_hit: bool,
+    fmt: FormatReport | None = None,
+) -> Verdict:
+    """Judge one episode by replaying its calls through the engine; never raises."""
+    try:
+        return _verify(bundle, turns, ended_with_reply, turn_limit_hit, fmt or FormatReport())
+    except Exception as exc:  # an instrument condition, never the model's fault
+        return _error(f"{type(exc).__name__}: {exc}")
+
+
+def _verify(
+    bundle: TaskBundle,
+    turns: Sequence[Sequence[ToolCall]],
+    ended_with_reply: bool,
+    turn_limit_hit: bool,
+    fmt: FormatReport,
+) -> Verdict:
+    if not ended_with_reply and not turn_limit_hit:
+        return _error("the episode neither ended with a reply nor hit the turn limit")
+    config = bundle.engine
+    state: LedgerState = initial_state(config)
+    observations: list[str] = []
+    clause: int | None = 1 if fmt.clause1_counts and fmt.unparsed_calls > 0 else None
+    calls = 0
+    table = _params(bundle)
+    for turn in turns:
+        for call in turn:
+            calls += 1
+            c = _malformed_clause(call, table)
+            if c is not None and clause is None:
+                clause = c
+            state, line = apply(config, state, call.name, call.arguments)
+            observations.append(line)
+    stages = {(r.ledger, r.record_id): r.stage for r in state.rows}
+    goal_stages = [stages.get((g.ledger, g.record_id), _UNSEEN) for g in bundle.goal]
+    reached = all(s >= g.stage for s, g in zip(goal_stages, bundle.goal, strict=True))
+    over = any(s > g.stage for s, g in zip(goal_stages, bundle.goal, strict=True))
+    goal_keys = {(g.ledger, g.record_id) for g in bundle.goal}
+    before = {(r.ledger, r.record_id): r.stage for r in bundle.initial_state}
+    collateral = any(
+        stage != before.get(key) for key, stage in stages.items() if key not in goal_keys
+    )
+    label: Outcome
+    if clause is not None:
+        label = "malformed_call"
+    elif turn_limit_hit:
+        label = "turn_limit"
+    elif over:
+        label = "overshoot"
+    elif not reached:
+        label = "wrong_state"
+    elif collateral:
+        label = "collateral_mutation"
+    else:
+        label = "passed"
+    leaky = label in LEAKY_PASSES
+    return Verdict(
+        outcome=label,
+        strict_label=label,
+        leaky_pass=leaky,
+        passed=(label == "passed") if bundle.verifier == "strict" else leaky,
+        malformed_clause=clause if label == "malformed_call" else None,
+        calls=calls,
+        goal_stages=goal_stages,
+        observations=observations,
+        final_state=list(state.rows),
+        detail="",
+    )
