@@ -28,8 +28,8 @@ from poisson_tasks.calibration.stats import (
     pass_hat_k,
     percentile_or_none,
     task_pass_at_k,
+    tasks_needed,
 )
-from poisson_tasks.calibration.stats import tasks_needed as tasks_needed_fn
 
 # Normal quantiles from tables (not scipy): z_{0.975} and z_{0.80}.
 Z975 = 1.959963984540054
@@ -322,9 +322,9 @@ def test_mdd_decreases_with_tasks_and_round_trips() -> None:
     values = [minimum_detectable_difference(n, 5) for n in range(1, 400)]
     assert all(b < a for a, b in pairwise(values))
     for n in range(1, 300):
-        assert tasks_needed_fn(mdd_worst_case(n), 1.0) == n
-        assert tasks_needed_fn(mdd_binomial_worst_case(n), 0.5) == n
-    assert tasks_needed_fn(0.1, 0.5) == math.ceil((Z975 + Z80) ** 2 * 0.5 / 0.01)  # 393
+        assert tasks_needed(mdd_worst_case(n), 1.0) == n
+        assert tasks_needed(mdd_binomial_worst_case(n), 0.5) == n
+    assert tasks_needed(0.1, 0.5) == math.ceil((Z975 + Z80) ** 2 * 0.5 / 0.01)  # 393
 
 
 # --------------------------------------------------------------------------- summaries

@@ -3,21 +3,40 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.domain.ledger import EngineConfig, Row
 
 
 def canonical_json(obj: Any) -> bytes:
-    """The one byte form every digest is taken over: sorted keys, no spaces, UTF-8."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """The one byte form every digest is taken over: sorted keys, no spaces, UTF-8, no floats.
+
+    orjson gives the same bytes as json.dumps(sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False) for this data (tests hold it), about ten times faster.
+    """
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+
+
+def _plain(obj: Any) -> Any:
+    """orjson's fallback: rows (named tuples) as lists, models as their declared fields."""
+    if isinstance(obj, tuple):
+        return list(obj)
+    if isinstance(obj, BaseModel):
+        # A model's field values live in its __dict__; cached properties (leading "_") are not fields.
+        return {k: v for k, v in obj.__dict__.items() if k[0] != "_"}
+    raise TypeError(f"{type(obj).__name__} has no canonical JSON form")
+
+
+def canonical_model(obj: Any) -> bytes:
+    """Canonical JSON of values that may hold models and rows; equal to dumping their JSON mode."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=_plain)
 
 
 def digest(obj: Any) -> str:
-    return hashlib.sha256(canonical_json(obj)).hexdigest()
+    return hashlib.sha256(canonical_model(obj)).hexdigest()
 
 
 class ToolCall(BaseModel):
@@ -91,7 +110,7 @@ class TaskBundle(BaseModel):
 
     def canonical(self) -> bytes:
         """The bundle's canonical JSON bytes (what byte-determinism is checked on)."""
-        return canonical_json(self.model_dump(mode="json"))
+        return canonical_model(self)
 
     @property
     def tool_names(self) -> list[str]:

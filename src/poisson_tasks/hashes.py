@@ -43,3 +43,28 @@ def vocabulary_hash() -> str:
 def generator_hash() -> str:
     """Hash of the generator, vocabulary and tokenizer: a change here makes every card stale."""
     return _hash_files(_generator_files(), extra=TOKENIZER_ID)
+
+
+def _distributions_list() -> str:
+    """Installed distributions as sorted `name==version` lines (names normalised, PEP 503)."""
+    import re
+    from importlib.metadata import distributions
+
+    seen: dict[str, str] = {}
+    for dist in distributions():
+        name = dist.metadata["Name"]
+        if not name:
+            continue
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        seen.setdefault(key, dist.version)
+    return "".join(f"{k}=={v}\n" for k, v in sorted(seen.items()))
+
+
+def environment_hash(flake_lock: Path | None = None) -> str:
+    """What pins the environment: `flake.lock:<sha256>` of the lock file when there is one,
+    else `distributions:<sha256>` of the installed distributions' sorted name==version list."""
+    lock = flake_lock if flake_lock is not None else _ROOT.parents[1] / "flake.lock"
+    if lock.is_file():
+        return "flake.lock:" + hashlib.sha256(lock.read_bytes()).hexdigest()
+    listing = _distributions_list().encode()
+    return "distributions:" + hashlib.sha256(listing).hexdigest()

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import LedgerState, apply, initial_state
-from poisson_tasks.domain.ledger import Row
+from poisson_tasks.domain.ledger import EngineConfig, Row
 
 Outcome = Literal[
     "verifier_error",
@@ -72,30 +72,23 @@ class Verdict(BaseModel):
     detail: str = ""
 
 
-def _malformed_clause(
-    call: ToolCall, table: dict[str, tuple[tuple[str, ...], frozenset[str]]]
-) -> int | None:
-    """Clauses 2-4 at the call level (clause 1 comes in through `fmt`)."""
-    params = table.get(call.name)
-    if params is None:
+def _malformed_clause(call: ToolCall, config: EngineConfig) -> int | None:
+    """Clauses 2-4 at the call level (clause 1 comes in through `fmt`).
+
+    The block's schemas are generated from the engine's bindings, so a binding's parameters are
+    exactly the schema's required and allowed properties.
+    """
+    binding = config.binding(call.name)
+    if binding is None:
         return 2
     if call.arguments is None:
         return 1
-    required, allowed = params
-    if any(r not in call.arguments for r in required):
+    allowed = binding.parameters
+    if any(r not in call.arguments for r in allowed):
         return 3
     if any(k not in allowed for k in call.arguments):
         return 4
     return None
-
-
-def _params(bundle: TaskBundle) -> dict[str, tuple[tuple[str, ...], frozenset[str]]]:
-    out: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
-    for t in bundle.tools:
-        fn = t["function"]
-        p = fn["parameters"]
-        out[fn["name"]] = (tuple(p.get("required", ())), frozenset(p.get("properties", {})))
-    return out
 
 
 def _error(detail: str) -> Verdict:
@@ -140,11 +133,10 @@ def _verify(
     observations: list[str] = []
     clause: int | None = 1 if fmt.clause1_counts and fmt.unparsed_calls > 0 else None
     calls = 0
-    table = _params(bundle)
     for turn in turns:
         for call in turn:
             calls += 1
-            c = _malformed_clause(call, table)
+            c = _malformed_clause(call, config)
             if c is not None and clause is None:
                 clause = c
             state, line = apply(config, state, call.name, call.arguments)
@@ -172,7 +164,7 @@ def _verify(
     else:
         label = "passed"
     leaky = label in LEAKY_PASSES
-    return Verdict(
+    return Verdict.model_construct(
         outcome=label,
         strict_label=label,
         leaky_pass=leaky,

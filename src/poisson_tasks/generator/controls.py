@@ -11,6 +11,14 @@ def _one_per_turn(calls: list[ToolCall]) -> list[list[ToolCall]]:
     return [[c] for c in calls]
 
 
+def _call(name: str, arguments: dict[str, object]) -> ToolCall:
+    return ToolCall.model_construct(name=name, arguments=arguments, raw_arguments=None)
+
+
+def _episode(turns: list[list[ToolCall]], reply: bool = True, limit: bool = False) -> Episode:
+    return Episode.model_construct(turns=turns, ended_with_reply=reply, turn_limit_hit=limit)
+
+
 def _overshoot_call(config: EngineConfig, goal: Goal, last_stage_call: ToolCall) -> ToolCall | None:
     """The stage call one past the goal, when the block offers one."""
     for b in config.bindings:
@@ -18,7 +26,7 @@ def _overshoot_call(config: EngineConfig, goal: Goal, last_stage_call: ToolCall)
             args = dict(last_stage_call.arguments or {})
             args["token"] = chain_token(config.key, goal.ledger, goal.record_id, goal.stage)
             args["record_id"] = goal.record_id
-            return ToolCall(name=b.name, arguments=args)
+            return _call(b.name, args)
     return None
 
 
@@ -38,28 +46,26 @@ def negative_controls(
     unknown = first.name + "_v2"
     while unknown in tool_names:
         unknown += "x"
-    out["malformed_call_clause_2"] = Episode(
-        turns=_one_per_turn([ToolCall(name=unknown, arguments=args), *reference])
+    out["malformed_call_clause_2"] = _episode(
+        turns=_one_per_turn([_call(unknown, arguments=args), *reference])
     )
     missing = dict(args)
     missing.pop(sorted(missing)[-1])
-    out["malformed_call_clause_3"] = Episode(
-        turns=_one_per_turn([ToolCall(name=first.name, arguments=missing), *rest])
+    out["malformed_call_clause_3"] = _episode(
+        turns=_one_per_turn([_call(first.name, arguments=missing), *rest])
     )
-    out["malformed_call_clause_4"] = Episode(
-        turns=_one_per_turn([ToolCall(name=first.name, arguments={**args, "note": "rush"}), *rest])
+    out["malformed_call_clause_4"] = _episode(
+        turns=_one_per_turn([_call(first.name, arguments={**args, "note": "rush"}), *rest])
     )
     stage_calls = [c for c in reference if (b := config.binding(c.name)) and b.kind == "stage"]
     last = stage_calls[-1]
     goal = next(g for g in goals if g.record_id == (last.arguments or {}).get("record_id"))
     over = _overshoot_call(config, goal, last)
     if over is not None:
-        out["overshoot"] = Episode(turns=_one_per_turn([*reference, over]))
+        out["overshoot"] = _episode(_one_per_turn([*reference, over]))
     cut = len(reference) - 1 - reference[::-1].index(last)
     short = reference[:cut]
-    out["wrong_state"] = Episode(turns=_one_per_turn(short))
-    out["collateral_mutation"] = Episode(turns=_one_per_turn([*reference, bystander]))
-    out["turn_limit"] = Episode(
-        turns=_one_per_turn(short), ended_with_reply=False, turn_limit_hit=True
-    )
+    out["wrong_state"] = _episode(_one_per_turn(short))
+    out["collateral_mutation"] = _episode(_one_per_turn([*reference, bystander]))
+    out["turn_limit"] = _episode(_one_per_turn(short), reply=False, limit=True)
     return out

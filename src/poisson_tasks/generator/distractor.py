@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from poisson_tasks.arms import ArmSpec
 from poisson_tasks.bundle import Goal, ToolCall, canonical_json
 from poisson_tasks.domain.ledger import ToolBinding
@@ -30,6 +32,11 @@ def decoy_block(sc: Scenario, decoys: int) -> tuple[list[ToolBinding], dict[int,
 
 def block_tokens(block: list[ToolBinding]) -> int:
     """Tokens of the tool block as the model receives it (canonical JSON of the schemas)."""
+    return _block_tokens(tuple(block))
+
+
+@lru_cache(maxsize=4096)
+def _block_tokens(block: tuple[ToolBinding, ...]) -> int:
     return count_tokens(canonical_json([schema(b) for b in block]).decode())
 
 

@@ -1,15 +1,19 @@
-"""The draft a knob module returns, and the helpers every knob shares (climbs, base rows, seeded history)."""
+"""The draft a knob module returns, and the helpers knobs share: climbs, base rows, history."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from poisson_tasks.bundle import Goal, ToolCall
+from poisson_tasks.bundle import Goal, ToolCall, canonical_json
 from poisson_tasks.domain.engine import chain_token, format_line, read_payload
 from poisson_tasks.domain.ledger import FaultPlan, Row, ToolBinding
+from poisson_tasks.domain.vocabulary import LADDER
 from poisson_tasks.generator.scenario import Scenario
+from poisson_tasks.generator.tools import read_tool
+from poisson_tasks.tokens import count_tokens
 
 
 @dataclass
@@ -63,6 +67,26 @@ def climb(
     return calls
 
 
+def exchange(
+    call_id: str, name: str, arguments: dict[str, str], line: str
+) -> list[dict[str, Any]]:
+    """One earlier call and its answer, as the assistant/tool message pair a request carries."""
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments, sort_keys=True)},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": line},
+    ]
+
+
 def seeded_history(
     sc: Scenario, reads: list[str], count: int, first_seq: int = 1
 ) -> list[dict[str, Any]]:
@@ -71,20 +95,166 @@ def seeded_history(
     for i in range(count):
         name = reads[i % len(reads)]
         query = sc.queries[i % len(sc.queries)]
-        call_id = f"call_seed_{i + 1}"
-        out.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": name, "arguments": json.dumps({"query": query})},
-                    }
-                ],
-            }
-        )
         line = format_line(first_seq + i, "ok", read_payload(sc.key, name, query))
-        out.append({"role": "tool", "tool_call_id": call_id, "content": line})
+        out.extend(exchange(f"call_seed_{i + 1}", name, {"query": query}, line))
     return out
+
+
+# --- shared by the seven newer knobs (similarity ... spread) -------------------------------------
+
+BASE_GOAL = 2  # the newer knobs' base task: two chained stage calls, stage 0 -> 2
+BAND = 2  # every "within two tokens" row of the pin ledger
+
+
+def climb_slots(sc: Scenario, extra: str = "", goal: int = BASE_GOAL) -> dict[str, str]:
+    """The CLIMB template's slots for the base task; `extra` is the knob's sentence, if any."""
+    return {
+        "ledger": sc.cls,
+        "record_id": sc.record_id,
+        "goal": f"{goal} ({LADDER[goal - 1]})",
+        "entry_code": sc.entry_code,
+        "extra": extra,
+        "sibling_id": sc.sibling_id,
+        "sibling_code": sc.sibling_code,
+    }
+
+
+def lay_out(sc: Scenario, first: list[ToolBinding], rest: list[ToolBinding]) -> list[ToolBinding]:
+    """A sixteen-tool block: `first` at the scenario's first layout slots, `rest` in the others."""
+    block: list[ToolBinding | None] = [None] * len(sc.layout)
+    for slot, b in zip(sc.layout, [*first, *rest], strict=True):
+        block[slot] = b
+    return [b for b in block if b is not None]
+
+
+def base_block(
+    sc: Scenario, right: dict[int, ToolBinding], reads: list[ToolBinding] | None = None
+) -> list[ToolBinding]:
+    """The base task's block: the two right stage tools, then fourteen reads (sc.reads[:14])."""
+    fill = reads if reads is not None else [read_tool(n) for n in sc.reads[:14]]
+    return lay_out(sc, [right[1], right[2]], fill)
+
+
+def stage_call(
+    tool: ToolBinding, record_id: str, token: str, extra: dict[str, str] | None = None
+) -> ToolCall:
+    """A stage call on `tool` for one record; `extra` adds the arguments knob's stated values."""
+    args = {"record_id": record_id, "token": token, **(extra or {})}
+    return ToolCall(name=tool.name, arguments=args)
+
+
+def history_tokens(messages: list[dict[str, Any]]) -> int:
+    """Tokens of seeded history: each message counted as the canonical JSON a request carries.
+
+    The one measure of seeded-history length: the history knob's level (N23), the faults
+    control's match (N26) and the depth controls' band (N9) all use it.
+    """
+    return sum(_message_tokens(canonical_json(m).decode()) for m in messages)
+
+
+@lru_cache(maxsize=65536)
+def _message_tokens(text: str) -> int:
+    return count_tokens(text)
+
+
+def _padded_query(sc: Scenario, i: int, length: int) -> str:
+    """A query of `length` hex digits: the scenario's queries from the i-th on, joined and cut."""
+    n = len(sc.queries)
+    need = length // len(sc.queries[0]) + 1
+    return "".join(sc.queries[(i + j) % n] for j in range(need))[:length]
+
+
+def _read_exchange(
+    sc: Scenario, reads: list[str], i: int, query: str, seq: int
+) -> list[dict[str, Any]]:
+    name = reads[i % len(reads)]
+    line = format_line(seq, "ok", read_payload(sc.key, name, query))
+    return exchange(f"call_seed_{i + 1}", name, {"query": query}, line)
+
+
+def padded_history(
+    sc: Scenario, reads: list[str], target: int, first_seq: int = 1
+) -> list[dict[str, Any]]:
+    """Earlier read calls, each answered ok, whose history_tokens are `target` within BAND.
+
+    Whole pairs with the scenario's queries while another pair still fits; then one last pair
+    whose query (hex digits: a length and a starting query) is searched so the total lands in
+    the band, exactly where it can. Raises ValueError when no history is that short
+    (0 < target < the smallest call/answer pair, 78 to 88 tokens).
+    """
+    whole, last = _history_plan(sc, tuple(reads), target, first_seq)
+    out: list[dict[str, Any]] = []
+    for i in range(whole):
+        out += _read_exchange(sc, reads, i, sc.queries[i % len(sc.queries)], first_seq + i)
+    if last is not None:
+        query = _padded_query(sc, whole + last[1], last[0])
+        out += _read_exchange(sc, reads, whole, query, first_seq + whole)
+    return out
+
+
+_OFFSETS = 8  # starting queries tried for the last pair at each query length
+_WINDOW = 12  # query lengths tried either side of where the last pair's tokens cross the need
+
+
+@lru_cache(maxsize=4096)
+def _history_plan(
+    sc: Scenario, reads: tuple[str, ...], target: int, first_seq: int
+) -> tuple[int, tuple[int, int] | None]:
+    """(whole pairs, the last pair's (query length, offset) or None): the search, once per input."""
+    if target <= 0:
+        return 0, None
+    names = list(reads)
+    total = 0
+    i = 0
+    while True:
+        pair = _read_exchange(sc, names, i, sc.queries[i % len(sc.queries)], first_seq + i)
+        size = history_tokens(pair)
+        smallest_next = history_tokens(_read_exchange(sc, names, i + 1, "", first_seq + i + 1))
+        if total + size + smallest_next <= target + BAND:
+            total += size
+            i += 1
+            continue
+        return i, _last_query(sc, names, i, first_seq + i, target - total, target)
+
+
+def _last_query(
+    sc: Scenario, names: list[str], i: int, seq: int, need: int, target: int
+) -> tuple[int, int]:
+    """The (length, offset) of the last query whose pair is `need` tokens (else the closest)."""
+
+    def tokens_at(length: int, offset: int = 0) -> int:
+        q = _padded_query(sc, i + offset, length)
+        return history_tokens(_read_exchange(sc, names, i, q, seq))
+
+    lo, hi = 0, 64
+    while tokens_at(hi) < need:
+        hi *= 2
+    while lo < hi:  # where the pair's tokens first reach the need (roughly: they are not monotone)
+        mid = (lo + hi) // 2
+        if tokens_at(mid) >= need:
+            hi = mid
+        else:
+            lo = mid + 1
+    best: tuple[int, int, int] | None = None  # (miss, length, offset)
+    for length in [0, *range(max(1, lo - _WINDOW), lo + _WINDOW + 1)]:
+        for offset in range(_OFFSETS if length else 1):
+            miss = abs(tokens_at(length, offset) - need)
+            if best is None or miss < best[0]:
+                best = (miss, length, offset)
+            if miss == 0:
+                return length, offset
+    assert best is not None
+    if best[0] > BAND:
+        raise ValueError(
+            f"no seeded history of {target} tokens: the smallest read call and answer here is "
+            f"{tokens_at(0)} tokens"
+        )
+    return best[1], best[2]
+
+
+def check_band(what: str, actual: int, target: int) -> None:
+    """Refuse a length match outside BAND: the generator's own fault, never the user's input."""
+    if abs(actual - target) > BAND:
+        from poisson_tasks.generator.assemble import GeneratorFault
+
+        raise GeneratorFault(f"{what}: {actual} tokens where {target} ± {BAND} were needed")

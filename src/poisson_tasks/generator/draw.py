@@ -16,16 +16,20 @@ T = TypeVar("T")
 class Draws:
     """A stream of draws for one purpose, e.g. Draws("scenario", "eval", 7)."""
 
-    __slots__ = ("_counter", "_key")
+    __slots__ = ("_block", "_buffer", "_key")
 
     def __init__(self, *parts: object) -> None:
         self._key = "|".join(str(p) for p in parts).encode()
-        self._counter = 0
+        self._block = 0
+        self._buffer: list[int] = []
 
     def _next(self) -> int:
-        self._counter += 1
-        digest = hashlib.sha256(self._key + b"#" + str(self._counter).encode()).digest()
-        return int.from_bytes(digest[:8], "big")
+        """The next 64-bit value: SHAKE-256 of (key, block number), 64 values a block, in order."""
+        if not self._buffer:
+            self._block += 1
+            raw = hashlib.shake_256(self._key + b"#" + str(self._block).encode()).digest(512)
+            self._buffer = [int.from_bytes(raw[i : i + 8], "big") for i in range(504, -8, -8)]
+        return self._buffer.pop()
 
     def below(self, n: int) -> int:
         """A uniform integer in [0, n), by rejection so no value is favoured."""
@@ -49,8 +53,8 @@ class Draws:
         return self.sample(items, len(items))
 
     def hex(self, n: int) -> str:
+        """n lowercase hex digits."""
         out = ""
         while len(out) < n:
-            self._counter += 1
-            out += hashlib.sha256(self._key + b"#" + str(self._counter).encode()).hexdigest()
+            out += f"{self._next():016x}"
         return out[:n]

@@ -6,6 +6,7 @@ Two arms of one knob at one seed share their scenario byte for byte; that is pin
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from poisson_tasks.bundle import digest
 from poisson_tasks.domain.vocabulary import (
@@ -65,6 +66,7 @@ def check_seed(seed: object) -> int:
     return seed
 
 
+@lru_cache(maxsize=1024)
 def draw_scenario(split: str, seed: int) -> Scenario:
     """Draw the scenario of task `seed` in `split`; eval and train use disjoint record-id words."""
     check_seed(seed)

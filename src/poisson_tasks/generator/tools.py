@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
+
+import orjson
 
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.domain.vocabulary import LADDER
@@ -13,6 +16,7 @@ def stage_tool_name(cls: str, stage: int, ledger_number: int | None = None) -> s
     return base if ledger_number is None else f"{base}_{ledger_number}"
 
 
+@lru_cache(maxsize=8192)
 def stage_tool(
     cls: str,
     stage: int,
@@ -33,6 +37,7 @@ def stage_tool(
     )
 
 
+@lru_cache(maxsize=8192)
 def read_tool(name: str, *, part: str | None = None, part_status: str = "ok") -> ToolBinding:
     return ToolBinding(name=name, kind="read", parameters=("query",), part=part, part_status=part_status)
 
@@ -59,7 +64,17 @@ _FIELD_TEXT = "a value the request states for every stage call"
 
 
 def schema(b: ToolBinding) -> dict[str, Any]:
-    """The OpenAI function-tool schema the model sees for one binding."""
+    """The OpenAI function-tool schema the model sees for one binding (a fresh copy each call)."""
+    parsed: dict[str, Any] = orjson.loads(_schema_json(b))
+    return parsed
+
+
+@lru_cache(maxsize=8192)
+def _schema_json(b: ToolBinding) -> bytes:
+    return orjson.dumps(_schema(b))
+
+
+def _schema(b: ToolBinding) -> dict[str, Any]:
     if b.kind == "stage":
         props: dict[str, Any] = {
             "record_id": {"type": "string", "description": "The record to advance."},
@@ -84,3 +99,16 @@ def schema(b: ToolBinding) -> dict[str, Any]:
             },
         },
     }
+
+
+def block_tokens(block: list[ToolBinding]) -> int:
+    """Tokens of a tool block as the model receives it (canonical JSON of the schemas, in order)."""
+    return _block_tokens(tuple(block))
+
+
+@lru_cache(maxsize=4096)
+def _block_tokens(block: tuple[ToolBinding, ...]) -> int:
+    from poisson_tasks.bundle import canonical_json
+    from poisson_tasks.tokens import count_tokens
+
+    return count_tokens(canonical_json([schema(b) for b in block]).decode())

@@ -1,0 +1,113 @@
+"""Generation and verification throughput, measured side by side in one process.
+
+Usage: python benchmarks/bench_generate.py [--seeds 60] [--knobs depth,distractor] [--pins]
+
+Prints bundles/s and verdicts/s for the published-card arms (depth and distractor, 14 arms) and,
+with --knobs all, for every knob this build generates. With --pins it also times the pin ledger:
+every knob's levels and controls generated at every seed, measured, and pin-checked one contrast
+per knob and seed (issue target: all nine knobs x 60 seeds in under 5 s on this machine).
+The first pass includes the one-time tokenizer load and cold caches; the second pass is warm.
+Compare against the issue's target: 840 bundles generated and their references and controls
+verified in under 0.3 s (1 s at most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import sys
+import time
+
+from poisson_tasks.arms import all_arms
+from poisson_tasks.generator import generate
+from poisson_tasks.generator.assemble import BUILDERS
+from poisson_tasks.pins import check_pins, measure_pins
+from poisson_tasks.tokens import count_tokens
+from poisson_tasks.verifier import verify
+
+
+def one_pass(arms: list[str], seeds: range) -> tuple[float, float, int, int]:
+    t0 = time.perf_counter()
+    bundles = [generate(a, s) for a in arms for s in seeds]
+    t1 = time.perf_counter()
+    verdicts = 0
+    for b in bundles:
+        verify(b, [[c] for c in b.reference_calls], True, False)
+        verdicts += 1
+        for ep in b.negative_controls.values():
+            verify(b, ep.turns, ep.ended_with_reply, ep.turn_limit_hit)
+            verdicts += 1
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, len(bundles), verdicts
+
+
+def pins_pass(knobs: list[str], seeds: range) -> tuple[float, float, float, int, int, int]:
+    """One pin-ledger sweep: (generate s, measure s, check s, bundles, contrasts, refused)."""
+    t0 = time.perf_counter()
+    contrasts = [
+        {a.id: generate(a, s) for a in all_arms(k)} for k in knobs for s in seeds
+    ]
+    t1 = time.perf_counter()
+    measured = [{a: measure_pins(b) for a, b in c.items()} for c in contrasts]
+    t2 = time.perf_counter()
+    pairs = zip(contrasts, measured, strict=True)
+    refused = sum(check_pins(c, measurements=m).refused for c, m in pairs)
+    t3 = time.perf_counter()
+    bundles = sum(len(c) for c in contrasts)
+    return t1 - t0, t2 - t1, t3 - t2, bundles, len(contrasts), refused
+
+
+def pins_section(knobs: list[str], seeds: int) -> None:
+    """The pin ledger's table: a cold and a warm pass over every knob's full sweep."""
+    print()
+    print(f"pin ledger: {len(knobs)} knobs ({', '.join(knobs)}), levels and controls "
+          f"x {seeds} seeds")
+    print()
+    print("| pass | bundles | contrasts | generate s | measure s | check s | total s | bundles/s "
+          "| contrasts/s | refused |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for label in ("cold caches", "warm caches"):
+        gc.collect()
+        g, m, c, nb, nc, refused = pins_pass(knobs, range(seeds))
+        total = g + m + c
+        print(f"| {label} | {nb} | {nc} | {g:.3f} | {m:.3f} | {c:.3f} | {total:.3f} | "
+              f"{nb / total:,.0f} | {nc / total:,.0f} | {refused} |")
+    print()
+    print("bundles/s and contrasts/s are over the whole sweep (generate + measure + check); "
+          "measure + check alone is the pin ledger's own cost.")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=60)
+    ap.add_argument("--knobs", default="depth,distractor", help="comma list, or 'all'")
+    ap.add_argument("--pins", action="store_true", help="also time the pin ledger on every knob")
+    args = ap.parse_args()
+    knobs = list(BUILDERS) if args.knobs == "all" else args.knobs.split(",")
+    arms = [a.id for k in knobs for a in all_arms(k)]
+    print(f"python {platform.python_version()} on {platform.machine()}, {len(arms)} arms x {args.seeds} seeds")
+    t = time.perf_counter()
+    count_tokens("load the tokenizer")
+    generate(arms[0], 10_000)
+    print(f"one-time start (tokenizer tables, source hashes): {time.perf_counter() - t:.3f} s")
+    rows = []
+    for label, seeds in (("cold caches", range(args.seeds)), ("warm caches", range(args.seeds))):
+        gc.collect()
+        g, v, n, nv = one_pass(arms, seeds)
+        rows.append((label, n, g, nv, v))
+    print()
+    print(f"| pass | bundles | generate s | bundles/s | verdicts | verify s | verdicts/s | total s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, n, g, nv, v in rows:
+        print(f"| {label} | {n} | {g:.3f} | {n / g:,.0f} | {nv} | {v:.3f} | {nv / v:,.0f} | {g + v:.3f} |")
+    print()
+    print(f"per bundle: {rows[0][2] / rows[0][1] * 1e6:.0f} us generate (cold), "
+          f"{rows[0][4] / rows[0][3] * 1e6:.0f} us per verdict")
+    if args.pins:
+        pins_section(list(BUILDERS), args.seeds)
+    print(f"command: {' '.join([sys.executable, *sys.argv])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""Refresh the generated examples in docs/: every `<!-- show:ARM:SEED -->` block gets the live
+`poisson-tasks generate ARM --seed SEED --show` output. tests/test_docs.py checks they are current."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from poisson_tasks.generator import generate
+from poisson_tasks.show import render_bundle
+
+BLOCK = re.compile(r"(<!-- show:(?P<arm>[^:]+:[^:]+):(?P<seed>\d+) -->\n)(?P<body>.*?)(<!-- /show -->)", re.S)
+
+
+def refreshed(text: str) -> str:
+    def sub(m: re.Match[str]) -> str:
+        out = render_bundle(generate(m["arm"], int(m["seed"])))
+        return f"{m.group(1)}```text\n{out}\n```\n{m.group(5)}"
+
+    return BLOCK.sub(sub, text)
+
+
+if __name__ == "__main__":
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    for path in sorted(docs.glob("*.md")):
+        old = path.read_text(encoding="utf-8")
+        new = refreshed(old)
+        if new != old:
+            path.write_text(new, encoding="utf-8")
+            print(f"refreshed {path}", file=sys.stderr)

@@ -1,0 +1,55 @@
+"""`poisson-tasks generate`: --show, --json, and one-line refusals with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from poisson_tasks.cli import app
+from poisson_tasks.generator import generate
+
+runner = CliRunner()
+
+
+def test_show_prints_the_whole_task() -> None:
+    res = runner.invoke(app, ["generate", "depth:d3", "--seed", "7", "--show"])
+    assert res.exit_code == 0, res.output
+    b = generate("depth:d3", 7)
+    out = res.output
+    for needle in ("== system prompt", "== prompt", "== tools (16", "== goal", "== reference solution",
+                   "== negative controls", "engine_hash", "generator_hash", b.task_id):
+        assert needle in out
+    for obs in b.reference_observations:
+        assert obs in out
+    for key in b.negative_controls:
+        assert f"{key}:" in out
+    assert "-> passed" not in out.split("== negative controls")[1]
+
+
+def test_json_is_the_canonical_bundle() -> None:
+    res = runner.invoke(app, ["generate", "distractor:r8@k16", "--seed", "3", "--json"])
+    assert res.exit_code == 0
+    assert res.stdout.strip().encode() == generate("distractor:r8@k16", 3).canonical()
+    json.loads(res.stdout)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "poisson_tasks.cli", *args], capture_output=True, text=True
+    )
+
+
+def test_bad_arm_level_and_seed_are_one_line_exit_2() -> None:
+    for args, needle in (
+        (["generate", "depth:d4x"], "not of the form"),
+        (["generate", "depth:d12"], "valid levels: 1 to 8"),
+        (["generate", "colour:c1"], "valid knobs"),
+        (["generate", "depth:d3", "--seed", "-4"], "non-negative integer"),
+    ):
+        res = _cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and needle in lines[0], res.stderr

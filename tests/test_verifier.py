@@ -1,0 +1,118 @@
+"""verify(): ordered outcomes, strict and leaky, never raises, a pure function of its inputs."""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from poisson_tasks.bundle import ToolCall
+from poisson_tasks.generator import generate
+from poisson_tasks.verifier import OUTCOMES, FormatReport, verify
+
+BUNDLES = [generate(a, s) for a in ("depth:d3", "depth:d1+h8", "distractor:r8@k16") for s in (0, 1)]
+
+
+def _ref(b):  # type: ignore[no-untyped-def]
+    return [[c] for c in b.reference_calls]
+
+
+def test_order_malformed_beats_wrong_state() -> None:
+    b = generate("depth:d3", 0)
+    bad = ToolCall(name="nope", arguments={})
+    v = verify(b, [[bad]], True, False)
+    assert v.outcome == "malformed_call" and v.malformed_clause == 2
+
+
+def test_unparsed_arguments_are_malformed() -> None:
+    b = generate("depth:d3", 0)
+    call = ToolCall(name=b.reference_calls[0].name, arguments=None, raw_arguments="{oops")
+    v = verify(b, [[call], *_ref(b)[1:]], True, False)
+    assert v.outcome == "malformed_call"
+
+
+def test_clause1_through_fmt() -> None:
+    b = generate("depth:d3", 0)
+    v = verify(b, _ref(b), True, False, FormatReport(unparsed_calls=1))
+    assert v.outcome == "malformed_call" and v.malformed_clause == 1
+    v = verify(b, _ref(b), True, False, FormatReport(unparsed_calls=1, clause1_counts=False))
+    assert v.outcome == "passed"
+
+
+def test_turn_limit_beats_a_reached_goal() -> None:
+    b = generate("depth:d3", 0)
+    assert verify(b, _ref(b), False, True).outcome == "turn_limit"
+
+
+def test_strict_and_leaky_reported_both() -> None:
+    strict = generate("depth:d2", 3)
+    leaky = generate("depth:d2/leaky", 3)
+    for b in (strict, leaky):
+        ep = b.negative_controls["overshoot"]
+        v = verify(b, ep.turns, ep.ended_with_reply, ep.turn_limit_hit)
+        assert v.strict_label == "overshoot" and v.leaky_pass
+        assert v.passed == (b.verifier == "leaky")
+        ep = b.negative_controls["collateral_mutation"]
+        v = verify(b, ep.turns, True, False)
+        assert v.strict_label == "collateral_mutation" and v.leaky_pass
+        ep = b.negative_controls["wrong_state"]
+        v = verify(b, ep.turns, True, False)
+        assert not v.leaky_pass and not v.passed
+
+
+def test_no_ending_is_a_verifier_error() -> None:
+    b = generate("depth:d3", 0)
+    v = verify(b, _ref(b), False, False)
+    assert v.outcome == "verifier_error"
+
+
+def test_never_returns_runner_only_outcomes_on_controls() -> None:
+    for b in BUNDLES:
+        for ep in b.negative_controls.values():
+            v = verify(b, ep.turns, ep.ended_with_reply, ep.turn_limit_hit)
+            assert v.outcome not in ("replay_mismatch", "api_error", "wall_timeout")
+
+
+_names = st.sampled_from(
+    sorted({n for b in BUNDLES for n in b.tool_names}) + ["ghost_tool", "", "review_"]
+)
+_values = st.one_of(st.text(max_size=40), st.integers(), st.none(), st.lists(st.integers(), max_size=3))
+_args = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(["record_id", "token", "query", "note", "cost_center"]), _values, max_size=4),
+)
+_calls = st.builds(ToolCall, name=_names, arguments=_args)
+_turns = st.lists(st.lists(_calls, min_size=0, max_size=3), max_size=8)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    idx=st.integers(0, len(BUNDLES) - 1),
+    turns=_turns,
+    reply=st.booleans(),
+    limit=st.booleans(),
+    unparsed=st.integers(0, 2),
+)
+def test_random_episodes_never_raise_and_are_pure(
+    idx: int, turns: list[list[ToolCall]], reply: bool, limit: bool, unparsed: int
+) -> None:
+    b = BUNDLES[idx]
+    fmt = FormatReport(unparsed_calls=unparsed)
+    v1 = verify(b, turns, reply, limit, fmt)
+    v2 = verify(copy.deepcopy(b), copy.deepcopy(turns), reply, limit, fmt)
+    assert v1 == v2
+    assert v1.outcome in OUTCOMES
+    assert v1.outcome not in ("replay_mismatch", "api_error", "wall_timeout")
+    if v1.outcome == "passed":
+        assert v1.leaky_pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(prefix=st.integers(0, 3), extra=st.lists(st.sampled_from(["dup", "read"]), max_size=3))
+def test_reference_with_harmless_reads_still_passes(prefix: int, extra: list[str]) -> None:
+    b = generate("distractor:r2@k16", 5)
+    read = next(x.name for x in b.engine.bindings if x.kind == "read")
+    calls = [[ToolCall(name=read, arguments={"query": "q"})] for _ in extra]
+    v = verify(b, [*calls[:prefix], *_ref(b), *calls[prefix:]], True, False)
+    assert v.outcome == "passed"
