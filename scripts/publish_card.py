@@ -1,6 +1,7 @@
 """Store a finished run folder as a published card in calibration/, then render every card again.
 
-    .venv/bin/python scripts/publish_card.py RUN_DIR NAME     # e.g. runs/ref-oracle reference-oracle
+    .venv/bin/python scripts/publish_card.py RUN_DIR NAME
+    .venv/bin/python scripts/publish_card.py runs/reference-oracle reference-oracle
 
 Copies run.json, stores episodes.jsonl gzip-compressed (mtime 0, so the bytes repeat), adds NAME to
 calibration/manifest.json, and writes card.json and card.md for every listed card (a new card can

@@ -23,7 +23,8 @@ from poisson_tasks.calibration import card_from_run, card_json, render_document 
 from poisson_tasks.calibration.artifact import Artifact  # noqa: E402
 
 BLOCK = re.compile(
-    r"(?P<open><!-- card-example:(?P<kind>[a-z-]+) -->\n)(?P<body>.*?)(?P<close><!-- /card-example -->)",
+    r"(?P<open><!-- card-example:(?P<kind>[a-z-]+) -->\n)(?P<body>.*?)"
+    r"(?P<close><!-- /card-example -->)",
     re.S,
 )
 

@@ -10,7 +10,9 @@ from pathlib import Path
 from poisson_tasks.generator import generate
 from poisson_tasks.show import render_bundle
 
-BLOCK = re.compile(r"(<!-- show:(?P<arm>[^:]+:[^:]+):(?P<seed>\d+) -->\n)(?P<body>.*?)(<!-- /show -->)", re.S)
+BLOCK = re.compile(
+    r"(<!-- show:(?P<arm>[^:]+:[^:]+):(?P<seed>\d+) -->\n)(?P<body>.*?)(<!-- /show -->)", re.S
+)
 
 
 def refreshed(text: str) -> str:

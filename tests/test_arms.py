@@ -8,10 +8,24 @@ from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id, levels, parse_a
 from poisson_tasks.errors import ArmError
 
 VALID = [
-    "depth:d3", "depth:d1+h8", "depth:d2+h5", "distractor:r8@k16", "distractor:r0+len(r8)@k16",
-    "distractor:r2+len(r14)@k16", "faults:f0+len(f4)", "faults:f2", "history:t12800",
-    "block:k8+len(k64)", "arguments:a2+len(a8)", "shape:w1+len(w4)", "spread:p4", "similarity:s3",
-    "depth:d3/train", "depth:d3/leaky", "depth:d3/train/leaky", "block:k258",
+    "depth:d3",
+    "depth:d1+h8",
+    "depth:d2+h5",
+    "distractor:r8@k16",
+    "distractor:r0+len(r8)@k16",
+    "distractor:r2+len(r14)@k16",
+    "faults:f0+len(f4)",
+    "faults:f2",
+    "history:t12800",
+    "block:k8+len(k64)",
+    "arguments:a2+len(a8)",
+    "shape:w1+len(w4)",
+    "spread:p4",
+    "similarity:s3",
+    "depth:d3/train",
+    "depth:d3/leaky",
+    "depth:d3/train/leaky",
+    "block:k258",
 ]
 
 

@@ -19,8 +19,17 @@ def test_show_prints_the_whole_task() -> None:
     assert res.exit_code == 0, res.output
     b = generate("depth:d3", 7)
     out = res.output
-    for needle in ("== system prompt", "== prompt", "== tools (16", "== goal", "== reference solution",
-                   "== negative controls", "engine_hash", "generator_hash", b.task_id):
+    for needle in (
+        "== system prompt",
+        "== prompt",
+        "== tools (16",
+        "== goal",
+        "== reference solution",
+        "== negative controls",
+        "engine_hash",
+        "generator_hash",
+        b.task_id,
+    ):
         assert needle in out
     for obs in b.reference_observations:
         assert obs in out

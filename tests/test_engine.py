@@ -16,7 +16,16 @@ def _status(line: str) -> str:
 
 def test_vocabulary_shape() -> None:
     assert len(CLASSES) == 12
-    assert LADDER == ("review", "sample", "measure", "monitor", "compare", "bundle", "route", "label")
+    assert LADDER == (
+        "review",
+        "sample",
+        "measure",
+        "monitor",
+        "compare",
+        "bundle",
+        "route",
+        "label",
+    )
     assert len(EVAL_WORDS) == len(set(EVAL_WORDS)) == 256
     assert len(TRAIN_WORDS) == len(set(TRAIN_WORDS)) == 256
     assert not set(EVAL_WORDS) & set(TRAIN_WORDS)
@@ -77,5 +86,5 @@ def test_reads_mutate_nothing(arm: str) -> None:
             after, line = apply(b.engine, state, binding.name, {"query": "anything"})
             assert _status(line) == "ok"
             assert after.rows == state.rows
-            again, line2 = apply(b.engine, state, binding.name, {"query": "anything"})
+            _, line2 = apply(b.engine, state, binding.name, {"query": "anything"})
             assert line2 == line

@@ -13,8 +13,12 @@ from poisson_tasks.verifier import verify
 ISSUE2_ARMS = [a.id for k in ("depth", "distractor") for a in all_arms(k)]
 SEEDS = range(200)
 EXPECTED_CONTROLS = {
-    "malformed_call_clause_2", "malformed_call_clause_3", "malformed_call_clause_4",
-    "wrong_state", "collateral_mutation", "turn_limit",
+    "malformed_call_clause_2",
+    "malformed_call_clause_3",
+    "malformed_call_clause_4",
+    "wrong_state",
+    "collateral_mutation",
+    "turn_limit",
 }
 
 
@@ -28,7 +32,7 @@ def check_bundle(b: TaskBundle) -> None:
     assert v.leaky_pass and v.passed
     assert [list(r) for r in v.final_state] == [list(r) for r in b.expected_final_state]
     assert v.observations == b.reference_observations
-    assert EXPECTED_CONTROLS <= set(b.negative_controls)
+    assert set(b.negative_controls) >= EXPECTED_CONTROLS
     for key, ep in b.negative_controls.items():
         got = verify(b, ep.turns, ep.ended_with_reply, ep.turn_limit_hit)
         assert got.outcome == _expected_outcome(key), (b.arm_id, b.seed, key, got)
@@ -77,7 +81,9 @@ def test_controls_seed_history() -> None:
     assert isinstance(generate("depth:d1", 5).prompt, str)
     d = generate("distractor:r0+len(r8)@k16", 5)
     plain = generate("distractor:r0@k16", 5)
-    assert d.system_prompt.startswith(plain.system_prompt) and len(d.system_prompt) > len(plain.system_prompt)
+    assert d.system_prompt.startswith(plain.system_prompt) and len(d.system_prompt) > len(
+        plain.system_prompt
+    )
     assert d.tools == plain.tools
 
 
@@ -85,7 +91,9 @@ def test_distractor_blocks() -> None:
     for level in (0, 2, 4, 8, 14):
         b = generate(f"distractor:r{level}@k16", 2)
         kinds = [x.kind for x in b.engine.bindings]
-        decoys = [x for x in b.engine.bindings if x.kind == "stage" and x.ledger != b.goal[0].ledger]
+        decoys = [
+            x for x in b.engine.bindings if x.kind == "stage" and x.ledger != b.goal[0].ledger
+        ]
         assert len(b.tools) == 16
         assert len(decoys) == level
         assert kinds.count("read") == 14 - level
@@ -102,7 +110,7 @@ def test_record_ids_are_injective_past_the_word_space() -> None:
     from poisson_tasks.domain.vocabulary import EVAL_WORDS
     from poisson_tasks.generator.scenario import record_id
 
-    ids = {record_id(EVAL_WORDS, i) for i in list(range(0, 70000, 7)) + [65535, 65536, 131072]}
+    ids = {record_id(EVAL_WORDS, i) for i in [*list(range(0, 70000, 7)), 65535, 65536, 131072]}
     assert len(ids) == len(range(0, 70000, 7)) + 3
 
 

@@ -56,8 +56,14 @@ def _check(b: TaskBundle) -> None:
     assert v.observations == b.reference_observations
     assert [list(r) for r in v.final_state] == [list(r) for r in b.expected_final_state]
     assert len(b.reference_calls) == b.min_calls == b.reference_turns - 1
-    assert {"malformed_call_clause_2", "malformed_call_clause_3", "malformed_call_clause_4",
-            "wrong_state", "collateral_mutation", "turn_limit"} <= set(b.negative_controls)
+    assert {
+        "malformed_call_clause_2",
+        "malformed_call_clause_3",
+        "malformed_call_clause_4",
+        "wrong_state",
+        "collateral_mutation",
+        "turn_limit",
+    } <= set(b.negative_controls)
     for key, ep in b.negative_controls.items():
         got = verify(b, ep.turns, ep.ended_with_reply, ep.turn_limit_hit)
         assert got.outcome == _expected(key), (b.arm_id, b.seed, key, got)
@@ -109,8 +115,14 @@ def test_same_bytes_twice_and_user_prompt_held(knob: str) -> None:
         again = [generate(a, seed).canonical() for a in all_arms(knob)]
         assert [b.canonical() for b in bundles] == again
         held = [
-            (b.prompt_parts.template,
-             {k: v for k, v in b.prompt_parts.slots.items() if k not in b.prompt_parts.knob_slots})
+            (
+                b.prompt_parts.template,
+                {
+                    k: v
+                    for k, v in b.prompt_parts.slots.items()
+                    if k not in b.prompt_parts.knob_slots
+                },
+            )
             for b in bundles
         ]
         assert all(h == held[0] for h in held), knob
@@ -182,7 +194,8 @@ def test_faults_control_matches_the_failed_calls(arm: str) -> None:
 def _seeded_reads_answered_ok(b: TaskBundle) -> None:
     """N24: every seeded call is a read tool of the block, answered ok, with matching ids."""
     reads = {
-        t["function"]["name"] for t in b.tools
+        t["function"]["name"]
+        for t in b.tools
         if "query" in t["function"]["parameters"]["properties"]
     }
     seeded = _seeded(b)
@@ -388,8 +401,11 @@ def test_similarity_lookalikes(level: int) -> None:
                 assert sum(a == b_ for a, b_ in zip(m, n, strict=True)) == level
             right = {c.name for c in b.reference_calls}
             assert right == {f"review_{sc.cls}_{n}", f"sample_{sc.cls}_{n}"}
-            lookalike_tools = [t for t in b.tool_names if re.fullmatch(rf"\w+_{sc.cls}_\d{{4}}", t)
-                               and t not in right]
+            lookalike_tools = [
+                t
+                for t in b.tool_names
+                if re.fullmatch(rf"\w+_{sc.cls}_\d{{4}}", t) and t not in right
+            ]
             assert len(lookalike_tools) == 12
             assert {t[-4:] for t in lookalike_tools} == set(map(str, numbers))
             assert len(b.tools) == 16
@@ -514,8 +530,12 @@ def test_no_record_id_word_or_stated_value_is_in_a_tool_name() -> None:
     assert len(words) == 512
     hits = sorted((w, n) for w in words for n in names if w in n)
     assert hits == []
-    values = {v for split in ("eval", "train") for seed in range(200)
-              for v in draw_scenario(split, seed).extra_values}
+    values = {
+        v
+        for split in ("eval", "train")
+        for seed in range(200)
+        for v in draw_scenario(split, seed).extra_values
+    }
     assert not [(v, n) for v in values for n in names if v in n or v.lower() in n]
 
 
@@ -528,17 +548,27 @@ PUBLISHED = {
     ("faults", "Qwen3-8B"): "bites: Δ 0.825 [0.742, 0.900], control 0.308 [0.150, 0.458]",
     ("history", "gpt-5-nano"): "bites: Δ 0.683 [0.608, 0.750]",
     ("history", "Qwen3-8B"): "bites: Δ 0.308 [0.217, 0.417]",
-    ("block", "gpt-5-nano"):
-        "does not bite: Δ −0.067 [−0.142, 0.000], control −0.008 [−0.058, 0.042]",
+    (
+        "block",
+        "gpt-5-nano",
+    ): "does not bite: Δ −0.067 [−0.142, 0.000], control −0.008 [−0.058, 0.042]",
     ("block", "Qwen3-8B"): "does not bite: Δ 0.000 [0.000, 0.000], control 0.000 [0.000, 0.000]",
-    ("arguments", "gpt-5-nano"):
-        "does not bite: Δ 0.092 [0.000, 0.183], control 0.000 [−0.108, 0.100]",
-    ("arguments", "Qwen3-8B"):
-        "does not bite: Δ 0.150 [0.067, 0.242], control 0.100 [0.017, 0.183]",
-    ("shape", "gpt-5-nano"):
-        "does not bite: Δ −0.300 [−0.425, −0.175], length control 0.158 [0.058, 0.258]",
-    ("shape", "Qwen3-8B"):
-        "bites: Δ 0.358 [0.233, 0.483], length control 0.000 [−0.033, 0.033]; shape:w4 harder",
+    (
+        "arguments",
+        "gpt-5-nano",
+    ): "does not bite: Δ 0.092 [0.000, 0.183], control 0.000 [−0.108, 0.100]",
+    (
+        "arguments",
+        "Qwen3-8B",
+    ): "does not bite: Δ 0.150 [0.067, 0.242], control 0.100 [0.017, 0.183]",
+    (
+        "shape",
+        "gpt-5-nano",
+    ): "does not bite: Δ −0.300 [−0.425, −0.175], length control 0.158 [0.058, 0.258]",
+    (
+        "shape",
+        "Qwen3-8B",
+    ): "bites: Δ 0.358 [0.233, 0.483], length control 0.000 [−0.033, 0.033]; shape:w4 harder",
     ("spread", "gpt-5-nano"): "top easier: Δ −0.250 [−0.358, −0.142]",
     ("spread", "Qwen3-8B"): "cannot tell: base passed 0.008; Δ 0.008 [0.000, 0.033]",
 }
@@ -560,8 +590,12 @@ def _bites(knob: str, c: ProbeCell) -> bool:
     d = c.delta
     if knob == "shape":
         lc = c.length_control
-        return (lc is not None and abs(lc.value) < 0.15 and abs(d.value) >= 0.15
-                and (d.low > 0 or d.high < 0))
+        return (
+            lc is not None
+            and abs(lc.value) < 0.15
+            and abs(d.value) >= 0.15
+            and (d.low > 0 or d.high < 0)
+        )
     ok = d.value >= 0.15 and d.low > 0
     if knob in ("faults", "block", "arguments"):
         ok = ok and c.control is not None and c.control.value >= 0.15 and c.control.low > 0
@@ -589,8 +623,15 @@ def test_knob_status_verdicts_and_shipping_follow_the_rule() -> None:
 def test_knob_status_states_its_provenance() -> None:
     status = knob_status()
     assert status.measured_on_this_build is False
-    for needle in ("another (earlier) build", "gpt-5-nano", "Qwen3-8B", "60 tasks", "2 attempts",
-                   "strict pass@1", "not a measurement of this build"):
+    for needle in (
+        "another (earlier) build",
+        "gpt-5-nano",
+        "Qwen3-8B",
+        "60 tasks",
+        "2 attempts",
+        "strict pass@1",
+        "not a measurement of this build",
+    ):
         assert needle in status.provenance
     assert status.tasks == 60 and status.attempts == 2 and status.metric == "strict pass@1"
     one, two, three = status.disclosures

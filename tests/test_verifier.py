@@ -75,12 +75,16 @@ def test_never_returns_runner_only_outcomes_on_controls() -> None:
 
 
 _names = st.sampled_from(
-    sorted({n for b in BUNDLES for n in b.tool_names}) + ["ghost_tool", "", "review_"]
+    [*sorted({n for b in BUNDLES for n in b.tool_names}), "ghost_tool", "", "review_"]
 )
-_values = st.one_of(st.text(max_size=40), st.integers(), st.none(), st.lists(st.integers(), max_size=3))
+_values = st.one_of(
+    st.text(max_size=40), st.integers(), st.none(), st.lists(st.integers(), max_size=3)
+)
 _args = st.one_of(
     st.none(),
-    st.dictionaries(st.sampled_from(["record_id", "token", "query", "note", "cost_center"]), _values, max_size=4),
+    st.dictionaries(
+        st.sampled_from(["record_id", "token", "query", "note", "cost_center"]), _values, max_size=4
+    ),
 )
 _calls = st.builds(ToolCall, name=_names, arguments=_args)
 _turns = st.lists(st.lists(_calls, min_size=0, max_size=3), max_size=8)

@@ -15,20 +15,43 @@ from pydantic import BaseModel, ConfigDict
 from poisson_tasks.errors import ArmError
 
 Knob = Literal[
-    "depth", "distractor", "similarity", "faults", "history", "block", "arguments", "shape", "spread"
+    "depth",
+    "distractor",
+    "similarity",
+    "faults",
+    "history",
+    "block",
+    "arguments",
+    "shape",
+    "spread",
 ]
 Strictness = Literal["strict", "leaky"]
 Split = Literal["eval", "train"]
 
 KNOBS: tuple[Knob, ...] = (
-    "depth", "distractor", "similarity", "faults", "history", "block", "arguments", "shape", "spread"
+    "depth",
+    "distractor",
+    "similarity",
+    "faults",
+    "history",
+    "block",
+    "arguments",
+    "shape",
+    "spread",
 )
 GENERATOR_VERSION = "2"
 
 # One letter per knob, used in arm ids: depth:d3, distractor:r8@k16, faults:f2 ...
 PREFIX: dict[Knob, str] = {
-    "depth": "d", "distractor": "r", "similarity": "s", "faults": "f", "history": "t",
-    "block": "k", "arguments": "a", "shape": "w", "spread": "p",
+    "depth": "d",
+    "distractor": "r",
+    "similarity": "s",
+    "faults": "f",
+    "history": "t",
+    "block": "k",
+    "arguments": "a",
+    "shape": "w",
+    "spread": "p",
 }
 _CANDIDATES: dict[Knob, tuple[int, ...]] = {
     "depth": (1, 2, 3, 5, 8),
@@ -213,25 +236,37 @@ def parse_arm_id(text: str) -> ArmSpec:
         )
     knob = m["knob"]
     if knob not in KNOBS:
-        raise ArmError(f"knob {knob!r} in arm id {text!r} is unknown; valid knobs: {', '.join(KNOBS)}")
+        raise ArmError(
+            f"knob {knob!r} in arm id {text!r} is unknown; valid knobs: {', '.join(KNOBS)}"
+        )
     k: Knob = knob
     prefix = PREFIX[k]
     if m["p"] != prefix:
-        raise ArmError(f"arm id {text!r}: {k} levels are written {k}:{prefix}<level>, e.g. {k}:{prefix}{levels(k)[1]}")
+        raise ArmError(
+            f"arm id {text!r}: {k} levels are written {k}:{prefix}<level>, e.g. {k}:{prefix}{levels(k)[1]}"
+        )
     control: int | None = None
     if m["h"] is not None:
         if k != "depth":
-            raise ArmError(f"arm id {text!r}: +h<level> is depth's control; {k} uses +len({prefix}<level>)")
+            raise ArmError(
+                f"arm id {text!r}: +h<level> is depth's control; {k} uses +len({prefix}<level>)"
+            )
         control = int(m["h"])
     if m["lp"] is not None:
         if k == "depth":
-            raise ArmError(f"arm id {text!r}: depth's control is written +h<level>, e.g. depth:d1+h8")
+            raise ArmError(
+                f"arm id {text!r}: depth's control is written +h<level>, e.g. depth:d1+h8"
+            )
         if m["lp"] != prefix:
-            raise ArmError(f"arm id {text!r}: the control must name a {k} level, +len({prefix}<level>)")
+            raise ArmError(
+                f"arm id {text!r}: the control must name a {k} level, +len({prefix}<level>)"
+            )
         control = int(m["lc"])
     if k == "distractor":
         if m["k"] is None or int(m["k"]) != DISTRACTOR_BLOCK:
-            raise ArmError(f"arm id {text!r}: distractor arms end with @k{DISTRACTOR_BLOCK}, e.g. distractor:r8@k16")
+            raise ArmError(
+                f"arm id {text!r}: distractor arms end with @k{DISTRACTOR_BLOCK}, e.g. distractor:r8@k16"
+            )
     elif m["k"] is not None:
         raise ArmError(f"arm id {text!r}: only distractor arms carry @k16")
     spec = ArmSpec(
@@ -443,11 +478,15 @@ def knob_status() -> KnobStatus:
         _row(
             "faults",
             ProbeCell(
-                model=nano, verdict="does not bite", delta=_f(0.400, 0.300, 0.500),
+                model=nano,
+                verdict="does not bite",
+                delta=_f(0.400, 0.300, 0.500),
                 control=_f(0.142, 0.033, 0.250),
             ),
             ProbeCell(
-                model=qwen, verdict="bites", delta=_f(0.825, 0.742, 0.900),
+                model=qwen,
+                verdict="bites",
+                delta=_f(0.825, 0.742, 0.900),
                 control=_f(0.308, 0.150, 0.458),
             ),
         ),
@@ -459,34 +498,47 @@ def knob_status() -> KnobStatus:
         _row(
             "block",
             ProbeCell(
-                model=nano, verdict="does not bite", delta=_f(-0.067, -0.142, 0.000),
+                model=nano,
+                verdict="does not bite",
+                delta=_f(-0.067, -0.142, 0.000),
                 control=_f(-0.008, -0.058, 0.042),
             ),
             ProbeCell(
-                model=qwen, verdict="does not bite", delta=_f(0.000, 0.000, 0.000),
+                model=qwen,
+                verdict="does not bite",
+                delta=_f(0.000, 0.000, 0.000),
                 control=_f(0.000, 0.000, 0.000),
             ),
         ),
         _row(
             "arguments",
             ProbeCell(
-                model=nano, verdict="does not bite", delta=_f(0.092, 0.000, 0.183),
+                model=nano,
+                verdict="does not bite",
+                delta=_f(0.092, 0.000, 0.183),
                 control=_f(0.000, -0.108, 0.100),
             ),
             ProbeCell(
-                model=qwen, verdict="does not bite", delta=_f(0.150, 0.067, 0.242),
+                model=qwen,
+                verdict="does not bite",
+                delta=_f(0.150, 0.067, 0.242),
                 control=_f(0.100, 0.017, 0.183),
             ),
         ),
         _row(
             "shape",
             ProbeCell(
-                model=nano, verdict="does not bite", delta=_f(-0.300, -0.425, -0.175),
+                model=nano,
+                verdict="does not bite",
+                delta=_f(-0.300, -0.425, -0.175),
                 length_control=_f(0.158, 0.058, 0.258),
             ),
             ProbeCell(
-                model=qwen, verdict="bites", delta=_f(0.358, 0.233, 0.483),
-                length_control=_f(0.000, -0.033, 0.033), note="shape:w4 harder",
+                model=qwen,
+                verdict="bites",
+                delta=_f(0.358, 0.233, 0.483),
+                length_control=_f(0.000, -0.033, 0.033),
+                note="shape:w4 harder",
             ),
         ),
         _row(

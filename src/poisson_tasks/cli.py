@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from poisson_tasks.errors import PoissonError
+from poisson_tasks.errors import PoissonError, PreregistrationError
 
 app = typer.Typer(
     add_completion=False,
@@ -28,16 +29,41 @@ def _fail(exc: PoissonError) -> typer.Exit:
 
 @app.command()
 def generate(
-    arm: Annotated[str, typer.Argument(help="Arm id, e.g. depth:d3 or distractor:r8@k16.")],
+    arm: Annotated[
+        str | None, typer.Argument(help="Arm id, e.g. depth:d3 or distractor:r8@k16.")
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Which task of the arm (0 or more).")] = 0,
     show: Annotated[bool, typer.Option("--show", help="Print the whole task readably.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the bundle as canonical JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the bundle as canonical JSON.")
+    ] = False,
+    plan: Annotated[
+        Path | None,
+        typer.Option("--plan", help="A pre-registration YAML: pin-check its arms at its seeds."),
+    ] = None,
+    arms: Annotated[
+        str | None,
+        typer.Option("--arms", help="Arm ids to pin-check, comma-separated: faults:f0,faults:f4."),
+    ] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option("--seeds", help="Seeds for --arms, e.g. 0-59 (the default) or 0-9,20."),
+    ] = None,
 ) -> None:
-    """Generate the task of ARM at --seed and print it."""
+    """Generate the task of ARM at --seed and print it; or run the pin ledger over --arms / --plan.
+
+    With --arms or --plan every arm is generated at every seed, each knob's arms make one contrast
+    per seed, and every pin-ledger row is printed with its verdict. Exit 2 when a row refuses.
+    """
     from poisson_tasks.generator import generate as gen
     from poisson_tasks.show import render_bundle
 
+    if plan is not None or arms is not None:
+        _pin_check(arm, plan, arms, seeds)
+        return
     try:
+        if arm is None:
+            raise PoissonError("give an ARM (e.g. depth:d3), or --arms a,b,c or --plan FILE")
         bundle = gen(arm, seed)
     except PoissonError as exc:
         raise _fail(exc) from None
@@ -49,5 +75,251 @@ def generate(
         typer.echo(f"{bundle.task_id}  {bundle.arm_id}  seed {bundle.seed}")
 
 
+def _pin_check(arm: str | None, plan: Path | None, arms: str | None, seeds: str | None) -> None:
+    """generate --arms/--plan: the pin ledger over every contrast, printed; exit 2 on a refusal."""
+    from poisson_tasks.pins import PinRefusal, check_plan, pin_targets
+
+    try:
+        arm_list, seed_list = pin_targets(arm=arm, plan=plan, arms=arms, seeds=seeds)
+        report = check_plan(arm_list, seed_list)
+    except PoissonError as exc:
+        raise _fail(exc) from None
+    typer.echo("\n".join(report.lines()))
+    if report.refused:
+        raise _fail(PinRefusal(report.message()))
+
+
+@app.command()
+def knobs(
+    knob: Annotated[str | None, typer.Argument(help="One knob to show, e.g. faults.")] = None,
+) -> None:
+    """List the knobs: levels, control format, shipped, and the probe's figures with provenance."""
+    from poisson_tasks.knobtable import render_knobs
+
+    try:
+        typer.echo(render_knobs(knob))
+    except PoissonError as exc:
+        raise _fail(exc) from None
+
+
+@app.command("serve-reference")
+def serve_reference(
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to bind; 0 picks a free one.")] = 8765,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key", envvar="POISSON_REFERENCE_API_KEY", help="Require this bearer key."
+        ),
+    ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", help="A policy default, e.g. noisy.p_wrong_tool=0.2 (repeatable)."),
+    ] = None,
+) -> None:
+    """Serve the reference policies (baselines, never a model) as an OpenAI-compatible endpoint."""
+    from poisson_tasks.reference import POLICY_NAMES
+    from poisson_tasks.reference import serve_reference as serve
+    from poisson_tasks.reference.catalogue import parse_param_options
+
+    try:
+        serve(
+            host,
+            port,
+            api_key=api_key,
+            policy_defaults=parse_param_options(param or []),
+            announce=lambda s: typer.echo(
+                f"serving reference policies at {s.base_url} ({', '.join(POLICY_NAMES)}); "
+                "Ctrl-C stops"
+            ),
+        )
+    except PoissonError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def card(
+    target: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A finished run folder, or a pre-registration YAML file to run first; "
+            "with neither, the embedded default (the smoke study against the reference endpoint)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write card.json and card.md into this folder.")
+    ] = None,
+    run_dir: Annotated[
+        Path | None,
+        typer.Option("--run-dir", help="With a pre-registration: the new run folder to fill."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print card.json, not card.md.")] = False,
+    plot: Annotated[
+        bool, typer.Option("--plot", help="Also write one PNG per knob into --out (plot extra).")
+    ] = False,
+    compare: Annotated[
+        str | None,
+        typer.Option("--compare", help="`published`: print the run beside the published cards."),
+    ] = None,
+    published: Annotated[
+        bool,
+        typer.Option("--published", help="Rebuild every published card; check it byte for byte."),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """Build a card: from a run folder, or run a pre-registration first (exit 1 when refused)."""
+    from poisson_tasks import calibration
+    from poisson_tasks.calibration.cardjson import card_json
+    from poisson_tasks.calibration.output import write_card
+
+    try:
+        if published:
+            checks = calibration.check_published()
+            if not checks:
+                typer.echo("no published card is listed in the manifest: nothing to check")
+            for c in checks:
+                typer.echo(("ok: " if c.ok else "error: ") + c.message, err=not c.ok)
+            if not all(c.ok for c in checks):
+                raise typer.Exit(1)
+            return
+        if compare not in (None, "published"):
+            raise PoissonError(f"--compare {compare!r} is unknown; the one choice is `published`")
+        if plot and out is None:
+            raise PoissonError("--plot writes PNG files: add --out DIR")
+        incomplete = False
+        if target is None or target.is_file():
+            artifact, incomplete = _run_then_card(target, run_dir, out, quiet)
+        elif target.is_dir():
+            if run_dir is not None:
+                raise PoissonError("--run-dir goes with a pre-registration file, not a run folder")
+            artifact = calibration.card_from_run(target)
+        else:
+            raise PoissonError(
+                f"{target} does not exist: give a run folder or a pre-registration YAML file"
+            )
+        if compare is not None:
+            typer.echo(calibration.compare_published(artifact), nl=False)
+        if out is not None:
+            for path in write_card(artifact, out, plot=plot):
+                typer.echo(str(path), err=True)
+        if compare is None:
+            doc = calibration.render_document(artifact)
+            sys.stdout.write(card_json(artifact).decode() if as_json else doc)
+        if incomplete:
+            raise typer.Exit(3)
+    except PreregistrationError as exc:
+        for problem in exc.problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except PoissonError as exc:
+        raise _fail(exc) from None
+
+
+def _run_then_card(
+    prereg: Path | None, run_dir: Path | None, out: Path | None, quiet: bool
+) -> tuple[Any, bool]:
+    """Run a pre-registration (or the embedded default) and card it; the summary goes to stderr."""
+    from poisson_tasks.calibration.output import write_card
+    from poisson_tasks.runner import summary_lines
+    from poisson_tasks.study import default_preregistration, run_study
+
+    source = prereg if prereg is not None else default_preregistration()
+    if prereg is None:
+        typer.echo(f"no target given: running the embedded default {source.name}", err=True)
+    result = run_study(source, run_dir, show_progress=False if quiet else None)
+    for line in summary_lines(result.summary):
+        typer.echo(line, err=True)
+    if out is None:
+        for path in write_card(result.artifact, result.folder / "card"):
+            typer.echo(str(path), err=True)
+    return result.artifact, not result.summary.complete
+
+
+@app.command()
+def validate(
+    file: Annotated[Path, typer.Argument(help="A pre-registration YAML file.")],
+    seeds: Annotated[bool, typer.Option("--seeds", help="Also print the seed list.")] = False,
+) -> None:
+    """Validate a pre-registration: print its plan and resolution, or every problem (exit 2)."""
+    from poisson_tasks.errors import PreregistrationError
+    from poisson_tasks.prereg import describe_plan, load_preregistration
+
+    try:
+        plan = load_preregistration(file)
+    except PreregistrationError as exc:
+        for problem in exc.problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    typer.echo(describe_plan(plan))
+    if seeds:
+        typer.echo("seeds: " + ", ".join(map(str, plan.seeds)))
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="A pre-registration YAML file.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="New run folder (default runs/<name>-<UTC time>).")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue this run folder (same study).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """Run a pre-registered study into a run folder.
+
+    Exit 0 when every planned episode is scored, 3 when a limit stopped the run early (continue
+    it with --resume), 1 when the format alarm rings (the run is recorded), 2 on bad input or an
+    endpoint that refuses the run.
+    """
+    from datetime import UTC, datetime
+
+    from poisson_tasks.errors import PreregistrationError
+    from poisson_tasks.prereg import load_preregistration
+    from poisson_tasks.runner import run_preregistration, summary_lines
+
+    try:
+        if out is not None and resume is not None:
+            raise PoissonError("give --out (a new run) or --resume (an existing one), not both")
+        plan = load_preregistration(file)
+        folder = (
+            resume
+            or out
+            or Path("runs")
+            / (f"{plan.preregistration.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
+        )
+        summary = run_preregistration(
+            plan, folder, resume=resume is not None, show_progress=False if quiet else None
+        )
+    except PreregistrationError as exc:
+        for problem in exc.problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except PoissonError as exc:
+        raise _fail(exc) from None
+    except KeyboardInterrupt:
+        typer.echo(f"error: interrupted; continue with --resume {folder}", err=True)
+        raise typer.Exit(130) from None
+    for line in summary_lines(summary):
+        typer.echo(line)
+    if summary.format_alarm:
+        typer.echo(
+            f"error: {summary.malformed_clause1} of {summary.scored_this_session} scored episodes "
+            "broke format clause 1 (tool-call arguments that are not JSON, or calls written as "
+            f"text); they are recorded as malformed_call in {summary.folder}: check the server's "
+            "tool parser",
+            err=True,
+        )
+        raise typer.Exit(1)
+    if not summary.complete:
+        raise typer.Exit(3)
+
+
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -37,3 +37,13 @@ class CardRefusal(PoissonError):
     """A card the spec's refusals forbid publishing (exit 1)."""
 
     exit_code = 1
+
+
+class PublishedCardError(PoissonError):
+    """A published card that is missing or differs from a rebuild from its records (exit 1)."""
+
+    exit_code = 1
+
+
+class MissingExtraError(PoissonError):
+    """A feature whose optional dependency is missing; the message names the extra to install."""

@@ -48,8 +48,10 @@ def control_format(knob: Knob) -> str:
     if knob in _NO_CONTROL_WHY:
         return _NO_CONTROL_WHY[knob]
     form = (
-        "<arm>+h<level>" if knob == "depth"
-        else "<arm>+len(<higher arm>)@k16" if knob == "distractor"
+        "<arm>+h<level>"
+        if knob == "depth"
+        else "<arm>+len(<higher arm>)@k16"
+        if knob == "distractor"
         else "<arm>+len(<higher arm>)"
     )
     return f"{form}; a sweep carries {', '.join(CONTROL_ARMS[knob])}"

@@ -3,6 +3,20 @@
 The runner writes these and calibration reads them; this module is the contract between the two.
 A run folder is append-only: episode lines are written and flushed as each episode ends, and the
 header is replaced atomically (write, fsync, rename), so a crash or kill never leaves it half-written.
+
+Slots and resuming. A slot is one planned (arm_id, seed, attempt), attempts numbered from 0. A
+slot holds at most one *scored* line (outcome not in verifier.INSTRUMENT_OUTCOMES). An instrument
+failure (api_error, wall_timeout, replay_mismatch, verifier_error) is written the moment it happens
+and is never removed or rewritten; a resumed session (`poisson-tasks run --resume`) runs a fresh
+attempt for every slot with no scored line, including slots whose only lines are instrument
+failures, and marks it resumed=True with its session index. A reader therefore counts each
+instrument failure in its cell's instrument rate and scores the slot by its one scored line, and a
+resumed run cannot hide a failure. A slot with no line at all (the run stopped, was killed, or the
+episode was in flight) is simply not run yet. A kill can leave a torn last line: readers skip it,
+and the runner truncates it before appending.
+
+Budgets. Token and dollar caps count every episode line in the folder plus each session's abandoned
+usage (episodes cut off in flight by a stop); the wall-clock cap is per session.
 """
 
 from __future__ import annotations
@@ -23,7 +37,13 @@ EPISODES = "episodes.jsonl"
 FORMAT = "poisson-tasks/run-folder@1"
 
 StopReason = Literal[
-    "complete", "token_budget", "wall_clock", "dollar_budget", "out_of_credit", "interrupted", "running"
+    "complete",
+    "token_budget",
+    "wall_clock",
+    "dollar_budget",
+    "out_of_credit",
+    "interrupted",
+    "running",
 ]
 
 
@@ -43,7 +63,12 @@ class Thresholds(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens as the provider reported them; None where it reported nothing (never estimated)."""
+    """Tokens as the provider reported them; None where it reported nothing (never estimated).
+
+    prompt_tokens is the uncached input (the provider's prompt tokens less the cached ones),
+    cached_input_tokens the cached input, completion_tokens already holds the reasoning tokens:
+    an episode's tokens are prompt + cached input + completion.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -95,7 +120,12 @@ class EpisodeLine(BaseModel):
 
 
 class Session(BaseModel):
-    """One invocation of the runner on this folder."""
+    """One invocation of the runner on this folder.
+
+    stop_reason "running" on a session that is not the last means that session was killed; the
+    next resume marks it "interrupted". `abandoned` counts episodes cut off in flight by a stop
+    (never written: their slots are run on resume), and `abandoned_usage` what they had spent.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -104,6 +134,12 @@ class Session(BaseModel):
     ended_at: str | None = None
     stop_reason: StopReason = "running"
     episodes_written: int = 0
+    detail: str | None = None
+    abandoned: int = 0
+    abandoned_usage: Usage = Usage()
+    concurrency: int | None = None
+    budget: dict[str, Any] | None = None
+    serving: dict[str, Any] | None = None
 
 
 class RunHeader(BaseModel):
@@ -145,7 +181,9 @@ def write_header(folder: Path, header: RunHeader) -> None:
 def read_header(folder: Path) -> RunHeader:
     path = folder / HEADER
     if not path.is_file():
-        raise RunFolderError(f"{folder} is not a run folder: {HEADER} is missing (run `poisson-tasks run` first)")
+        raise RunFolderError(
+            f"{folder} is not a run folder: {HEADER} is missing (run `poisson-tasks run` first)"
+        )
     try:
         return RunHeader.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError as exc:
@@ -165,7 +203,9 @@ def iter_episodes(folder: Path) -> Iterator[EpisodeLine]:
             try:
                 yield EpisodeLine.model_validate_json(raw)
             except ValueError as exc:
-                raise RunFolderError(f"{path}:{number} is not an episode line: {str(exc).splitlines()[0]}") from exc
+                raise RunFolderError(
+                    f"{path}:{number} is not an episode line: {str(exc).splitlines()[0]}"
+                ) from exc
 
 
 def append_episode(fh: Any, line: EpisodeLine) -> None:

@@ -9,7 +9,11 @@ from poisson_tasks.verifier import verify
 
 
 def _call(c: ToolCall) -> str:
-    args = json.dumps(c.arguments, sort_keys=True) if c.arguments is not None else repr(c.raw_arguments)
+    args = (
+        json.dumps(c.arguments, sort_keys=True)
+        if c.arguments is not None
+        else repr(c.raw_arguments)
+    )
     return f"{c.name}({args})"
 
 

@@ -12,11 +12,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm  # type: ignore[import-untyped]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -290,7 +290,8 @@ def _z_sum(alpha: float, power: float) -> float:
     """z_{1-alpha/2} + z_{power}: the two-sided test's critical value plus the power quantile."""
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
         raise ValueError("alpha and power must be in (0, 1)")
-    return float(norm.ppf(1.0 - alpha / 2.0)) + float(norm.ppf(power))
+    z = NormalDist()  # the standard library's inverse normal CDF: no scipy import on the CLI path
+    return z.inv_cdf(1.0 - alpha / 2.0) + z.inv_cdf(power)
 
 
 def _mdd(n_tasks: int, var_d: float, alpha: float, power: float) -> float:

@@ -19,8 +19,15 @@ ZERO_PAYLOAD = "0" * PAYLOAD_HEX
 
 # The closed status vocabulary of the engine's answers.
 STATUSES: tuple[str, ...] = (
-    "ok", "unknown_tool", "no_record", "bad_token", "not_ready", "already_done",
-    "bad_args", "unavailable", "part",
+    "ok",
+    "unknown_tool",
+    "no_record",
+    "bad_token",
+    "not_ready",
+    "already_done",
+    "bad_args",
+    "unavailable",
+    "part",
 )
 
 
@@ -100,11 +107,13 @@ def apply(
     record_id = arguments.get("record_id")
     token = arguments.get("token")
     rows = list(state.rows)
-    for i, row in enumerate(rows):
-        if row.ledger == binding.ledger and row.record_id == record_id:
-            break
-    else:
+    i = next(
+        (j for j, r in enumerate(rows) if r.ledger == binding.ledger and r.record_id == record_id),
+        -1,
+    )
+    if i < 0:
         return replace(state, seq=seq), format_line(seq, "no_record", ZERO_PAYLOAD)
+    row = rows[i]
     target = binding.stage
     if row.stage >= target:
         return replace(state, seq=seq), format_line(seq, "already_done", ZERO_PAYLOAD)

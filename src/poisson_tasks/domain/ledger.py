@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -52,9 +51,12 @@ class EngineConfig(BaseModel):
     faults: tuple[FaultPlan, ...] = ()
     start_seq: int = 0
 
-    @cached_property
-    def _by_name(self) -> dict[str, ToolBinding]:
-        return {b.name: b for b in self.bindings}
-
     def binding(self, name: str) -> ToolBinding | None:
-        return self._by_name.get(name)
+        """The binding of a tool name, from a lookup rebuilt whenever `bindings` is another tuple
+        (so a model_copy with new bindings never answers from the old ones)."""
+        cache = self.__dict__.get("_lookup")
+        if cache is None or cache[0] is not self.bindings:
+            cache = (self.bindings, {b.name: b for b in self.bindings})
+            self.__dict__["_lookup"] = cache
+        found: ToolBinding | None = cache[1].get(name)
+        return found

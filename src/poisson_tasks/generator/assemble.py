@@ -51,8 +51,12 @@ def _spec(arm: ArmSpec | str) -> ArmSpec:
     return parse_arm_id(arm) if isinstance(arm, str) else arm
 
 
-def generate(arm: ArmSpec | str, seed: int) -> TaskBundle:
-    """The task of `arm` at `seed`: the same bytes in every process, platform and Python version."""
+def generate(arm: ArmSpec | str, seed: int, *, pins: bool = True) -> TaskBundle:
+    """The task of `arm` at `seed`: the same bytes in every process, platform and Python version.
+
+    `pins=True` fills `bundle.pins` with the pin ledger's measurements of this bundle (about a
+    millisecond more); bulk paths that do not read them pass `pins=False`. task_id excludes pins.
+    """
     spec = _spec(arm)
     check_seed(seed)
     builder = BUILDERS.get(spec.knob)
@@ -61,8 +65,13 @@ def generate(arm: ArmSpec | str, seed: int) -> TaskBundle:
             f"knob {spec.knob!r} has no generator in this build; generated knobs: {', '.join(BUILDERS)}"
         )
     sc = draw_scenario(spec.split, seed)
-    draft = builder(spec, sc)
-    return seal(spec, sc, draft)
+    bundle = seal(spec, sc, builder(spec, sc))
+    if not pins:
+        return bundle
+    from poisson_tasks.pins import measure_pins  # the pin ledger reads bundles; import it late
+
+    measured = measure_pins(bundle).measured
+    return bundle.model_copy(update={"pins": measured})
 
 
 def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
@@ -79,7 +88,9 @@ def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
     for call in draft.reference:
         state, line = apply(config, state, call.name, call.arguments)
         if not line[7:19].rstrip().startswith(_OK_STATUSES):
-            raise GeneratorFault(f"{arm_id(spec)} seed {sc.seed}: reference call {call.name} -> {line}")
+            raise GeneratorFault(
+                f"{arm_id(spec)} seed {sc.seed}: reference call {call.name} -> {line}"
+            )
         observations.append(line)
     stages = {(r.ledger, r.record_id): r.stage for r in state.rows}
     for g in draft.goals:
@@ -125,4 +136,3 @@ def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
     fields = {k: v for k, v in typed.items() if k != "pins"}
     task_id = digest(fields)
     return TaskBundle.model_construct(task_id=task_id, **typed)
-

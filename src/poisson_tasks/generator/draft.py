@@ -67,9 +67,7 @@ def climb(
     return calls
 
 
-def exchange(
-    call_id: str, name: str, arguments: dict[str, str], line: str
-) -> list[dict[str, Any]]:
+def exchange(call_id: str, name: str, arguments: dict[str, str], line: str) -> list[dict[str, Any]]:
     """One earlier call and its answer, as the assistant/tool message pair a request carries."""
     return [
         {

@@ -11,12 +11,12 @@ from functools import lru_cache
 from poisson_tasks.bundle import digest
 from poisson_tasks.domain.vocabulary import (
     CLASSES,
+    EVAL_WORDS,
     EXTRA_FIELDS,
     LADDER,
     READ_NOUNS,
     READ_VERBS,
     TRAIN_WORDS,
-    EVAL_WORDS,
 )
 from poisson_tasks.errors import SeedError
 from poisson_tasks.generator.draw import Draws
@@ -97,4 +97,3 @@ def draw_scenario(split: str, seed: int) -> Scenario:
         queries=tuple(d.hex(32) for _ in range(64)),
         ledger_number=1000 + d.below(9000),
     )
-

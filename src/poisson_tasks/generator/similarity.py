@@ -45,7 +45,8 @@ def lookalike_numbers(sc: Scenario, shared: int) -> list[int]:
     while len(out) < LOOKALIKES:
         keep = d.sample(range(4), shared)
         digits = [
-            target[p] if p in keep
+            target[p]
+            if p in keep
             else d.choice([c for c in DIGITS if c != target[p] and (p > 0 or c != "0")])
             for p in range(4)
         ]

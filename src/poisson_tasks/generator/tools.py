@@ -39,7 +39,9 @@ def stage_tool(
 
 @lru_cache(maxsize=8192)
 def read_tool(name: str, *, part: str | None = None, part_status: str = "ok") -> ToolBinding:
-    return ToolBinding(name=name, kind="read", parameters=("query",), part=part, part_status=part_status)
+    return ToolBinding(
+        name=name, kind="read", parameters=("query",), part=part, part_status=part_status
+    )
 
 
 def _stage_description(b: ToolBinding, ledger_label: str) -> str:

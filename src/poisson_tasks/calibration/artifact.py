@@ -1,0 +1,223 @@
+"""The machine-readable card: every figure, the comparisons, provenance and the closing texts.
+
+An Artifact is what `build_artifact` returns, what `card.json` holds (see cardjson.py for its
+canonical bytes) and what `render_document` turns into `card.md`. Floats are already rounded by
+the card's one rule (6 decimals) when an Artifact is built, so an Artifact read back from its
+card.json equals the one that wrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from poisson_tasks.calibration.provenance import Provenance
+from poisson_tasks.runfolder import Thresholds
+
+FORMAT = "poisson-tasks/card@1"
+Rate = Literal["strict", "leaky"]
+Verdict = Literal["distinguishable", "too_small", "left_out"]
+
+__all__ = [
+    "FORMAT",
+    "Artifact",
+    "Cell",
+    "CellCosts",
+    "Claim",
+    "Comparison",
+    "Instrument",
+    "KnobTable",
+    "NoCallPeak",
+    "PassAtK",
+    "PublishedFacts",
+    "RateFigure",
+    "Statements",
+    "Totals",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RateFigure(_Frozen):
+    """pass@1 (the mean over tasks of each task's pass rate) and its task-resampled interval."""
+
+    pass_at_1: float
+    low: float
+    high: float
+
+
+class PassAtK(_Frozen):
+    """Unbiased strict pass@k; None when no task has k scored attempts."""
+
+    k: int
+    value: float | None
+
+
+class Instrument(_Frozen):
+    """Episodes the instrument failed: out of every denominator, counted as they happened."""
+
+    count: int
+    rate: float | None
+    by_outcome: dict[str, int]
+
+
+class CellCosts(_Frozen):
+    """Per-episode cost over the scored episodes; None where nothing was measured."""
+
+    mean_model_calls: float | None
+    median_model_calls: float | None
+    mean_tool_calls: float | None
+    median_tool_calls: float | None
+    mean_tokens: float | None
+    median_tokens: float | None
+    p90_tokens: float | None
+    tokens_per_strict_pass: float | None
+    timed_episodes: int
+    episode_s_median: float | None
+    episode_s_p90: float | None
+    model_s_median: float | None
+    model_s_p90: float | None
+    harness_s_median: float | None
+    harness_s_p90: float | None
+    setup_s_median: float | None
+
+
+class Totals(_Frozen):
+    """Token totals and dollars over every episode line (instrument failures cost money too)."""
+
+    episodes: int
+    prompt_tokens: int | None
+    cached_input_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None
+    reasoning_share: float | None
+    computed_usd: float | None
+    provider_usd: float | None
+    provider_usd_episodes: int
+
+
+class Cell(_Frozen):
+    """One arm's results for the card's model. Figures are None when withheld or not measured."""
+
+    arm_id: str
+    knob: str
+    level: int
+    control: bool
+    min_calls: int
+    planned: int
+    episodes: int
+    scored: int
+    missing: int
+    incomplete: bool
+    resumed: int
+    instrument: Instrument
+    published: bool
+    withheld: str | None
+    outcomes: dict[str, int]
+    strict: RateFigure | None
+    leaky: RateFigure | None
+    overshoot: float | None
+    pass_at_k: list[PassAtK]
+    no_tool_call: float | None
+    stopped_short: float | None
+    saturated_strict: bool | None
+    saturated_leaky: bool | None
+    median_model_calls: float | None
+    median_tokens: float | None
+    median_episode_s: float | None
+    costs: CellCosts | None
+    totals: Totals
+
+
+class Comparison(_Frozen):
+    """One level against the next one up on one rate, paired over shared seeds.
+
+    diff is the lower level's rate minus the upper one's: positive when the rate falls as the
+    level rises.
+    """
+
+    rate: Rate
+    lower: str
+    upper: str
+    diff: float | None
+    low: float | None
+    high: float | None
+    churn: float | None
+    pairs_used: int
+    verdict: Verdict
+    reason: str | None
+
+
+class KnobTable(_Frozen):
+    """One knob: its levels in order, its adjacent-level comparisons, and its ordering."""
+
+    knob: str
+    levels: list[str]
+    read_on: Rate
+    comparisons: list[Comparison]
+    ordering_strict: bool | None
+    ordering_leaky: bool | None
+
+
+class Claim(_Frozen):
+    """One line of what the card does not claim, with the key that says why it applies."""
+
+    key: str
+    text: str
+
+
+class Statements(_Frozen):
+    """The two closing texts, and the depth reading note when the top depth level is present."""
+
+    what_it_is: str
+    does_not_claim: list[Claim]
+    depth_note: str | None
+
+
+class NoCallPeak(_Frozen):
+    """The highest no-call share in any cell: how far the card was from the no-call refusal."""
+
+    arm_id: str
+    share: float
+
+
+class PublishedFacts(_Frozen):
+    """What a published card was measured on: enough to say whether a run reads beside it."""
+
+    name: str
+    model: str
+    generator_hash: str
+    seeds: list[int]
+    decoding: dict[str, Any]
+    strictness: list[str]
+    arms: list[str]
+    attempts: int
+
+
+class Artifact(_Frozen):
+    """A card: one model's figures per level, the comparisons, costs, provenance and texts."""
+
+    format: str = FORMAT
+    kind: Literal["model", "reference-policy"]
+    model: str
+    stale: bool
+    installed_generator_hash: str
+    provenance: Provenance
+    thresholds: Thresholds
+    cells: list[Cell]
+    knobs: list[KnobTable]
+    controls: list[str]
+    run_totals: Totals
+    no_call_peak: NoCallPeak | None
+    published_cards: list[str] = Field(default_factory=list)
+    statements: Statements
+
+    def cell(self, arm_id: str) -> Cell:
+        """The cell of one arm; KeyError when the card has none."""
+        for c in self.cells:
+            if c.arm_id == arm_id:
+                return c
+        raise KeyError(arm_id)

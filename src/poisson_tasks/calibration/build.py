@@ -1,0 +1,146 @@
+"""build_artifact: every figure of a card from its records, with the refusals enforced here.
+
+Refusals:
+- no-call: a cell in which more than `no_call_max` of the scored episodes made no tool call is
+  not published, and neither is the card that holds it: CardRefusal (exit 1) names every such
+  cell and its share.
+- instrument: a cell whose instrument rate is above `instrument_max` is withheld: the card keeps
+  its counts, marks it, leaves its figures and every comparison that needs them out, and is
+  otherwise published.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from poisson_tasks.arms import KNOBS, parse_arm_id
+from poisson_tasks.calibration.artifact import Artifact, Cell, KnobTable, NoCallPeak, PublishedFacts
+from poisson_tasks.calibration.comparisons import knob_table
+from poisson_tasks.calibration.figures import CellCounts, build_cell, no_call_share, totals
+from poisson_tasks.calibration.provenance import Provenance, provenance_from_run
+from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
+from poisson_tasks.calibration.statements import build_statements
+from poisson_tasks.errors import CardRefusal, RunFolderError
+from poisson_tasks.hashes import generator_hash
+from poisson_tasks.runfolder import Thresholds
+
+__all__ = ["build_artifact", "card_from_run"]
+
+
+def _group(
+    records: Sequence[EpisodeRecord], provenance: Provenance
+) -> dict[str, list[EpisodeRecord]]:
+    plan, seeds = set(provenance.arms), set(provenance.seeds)
+    groups: dict[str, list[EpisodeRecord]] = {a: [] for a in provenance.arms}
+    for r in records:
+        if r.arm_id not in plan or r.seed not in seeds:
+            raise RunFolderError(
+                f"record {r.arm_id} seed {r.seed} is outside the provenance's plan; build the "
+                "card from the records and provenance of the same run folder"
+            )
+        groups[r.arm_id].append(r)
+    return groups
+
+
+def _refuse_no_call(groups: dict[str, list[EpisodeRecord]], th: Thresholds) -> NoCallPeak | None:
+    """Raise CardRefusal when a cell is over the no-call limit; else the highest share seen."""
+    peak: NoCallPeak | None = None
+    over: list[str] = []
+    for arm, recs in groups.items():
+        share = no_call_share([r for r in recs if not r.instrument])
+        if share is None:
+            continue
+        if peak is None or share > peak.share:
+            peak = NoCallPeak(arm_id=arm, share=share)
+        if share > th.no_call_max:
+            over.append(f"{arm} ({share:.3f})")
+    if over:
+        raise CardRefusal(
+            f"card refused: more than {th.no_call_max:g} of the scored episodes made no tool call "
+            f"in {', '.join(over)}; such a cell measures whether the model starts the task, not "
+            "the level, so neither it nor its card is published"
+        )
+    return peak
+
+
+def _knob_tables(
+    cells: Sequence[Cell], counts: dict[str, CellCounts], th: Thresholds
+) -> list[KnobTable]:
+    by_knob: dict[str, list[Cell]] = defaultdict(list)
+    for c in cells:
+        if not c.control:
+            by_knob[c.knob].append(c)
+    return [
+        knob_table(k, sorted(by_knob[k], key=lambda c: (c.level, c.arm_id)), counts, th)
+        for k in KNOBS
+        if k in by_knob
+    ]
+
+
+def build_artifact(
+    records: Sequence[EpisodeRecord],
+    provenance: Provenance,
+    thresholds: Thresholds | None = None,
+    *,
+    installed_generator_hash: str | None = None,
+    published: Sequence[PublishedFacts] | None = None,
+) -> Artifact:
+    """Every figure of a card, its comparisons, provenance and closing texts.
+
+    thresholds default to the ones the run declared (provenance.thresholds). The installed
+    generator hash (for staleness) defaults to this install's, and the published cards (for the
+    "does not claim" lines) to the ones in the repository's calibration folder.
+    """
+    th = thresholds if thresholds is not None else provenance.thresholds
+    installed = installed_generator_hash
+    if installed is None:
+        installed = generator_hash()
+    if published is None:
+        from poisson_tasks.calibration.published import published_facts
+
+        published = published_facts()
+    groups = _group(records, provenance)
+    peak = _refuse_no_call(groups, th)
+    cells: list[Cell] = []
+    counts: dict[str, CellCounts] = {}
+    for arm, recs in groups.items():
+        cell, cc = build_cell(
+            parse_arm_id(arm), recs, provenance.seeds, provenance.attempts, th, provenance.rates
+        )
+        cells.append(cell)
+        counts[arm] = cc
+    kind = "reference-policy" if provenance.serving.kind == "reference" else "model"
+    return Artifact(
+        kind=kind,
+        model=provenance.model,
+        stale=provenance.generator_hash != installed,
+        installed_generator_hash=installed,
+        provenance=provenance,
+        thresholds=th,
+        cells=cells,
+        knobs=_knob_tables(cells, counts, th),
+        controls=[c.arm_id for c in cells if c.control],
+        run_totals=totals(records, provenance.rates),
+        no_call_peak=peak,
+        published_cards=sorted(p.name for p in published),
+        statements=build_statements(kind, provenance, cells, installed, published, th),
+    )
+
+
+def card_from_run(
+    folder: Path | str,
+    thresholds: Thresholds | None = None,
+    *,
+    installed_generator_hash: str | None = None,
+    published: Sequence[PublishedFacts] | None = None,
+) -> Artifact:
+    """records_from_run, provenance_from_run and build_artifact on one run folder."""
+    return build_artifact(
+        records_from_run(folder),
+        provenance_from_run(folder),
+        thresholds,
+        installed_generator_hash=installed_generator_hash,
+        published=published,
+    )

@@ -1,0 +1,134 @@
+"""Adjacent levels and ordering: each level against the next one up, paired over shared seeds.
+
+A pair is distinguishable only when its paired 95% interval excludes zero and the difference is
+at least the declared resolution; otherwise it is too small for this design to call. A pair that
+holds a level saturated on the rate compared (or a withheld or empty cell) is left out, with the
+reason, and is never called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+
+from poisson_tasks.calibration.artifact import Cell, Comparison, KnobTable, Rate
+from poisson_tasks.calibration.cardjson import round_figure
+from poisson_tasks.calibration.figures import CellCounts
+from poisson_tasks.calibration.stats import call_pair, non_increasing, paired_bootstrap
+from poisson_tasks.runfolder import Thresholds
+
+__all__ = ["compare_adjacent", "knob_table", "ordering"]
+
+
+def _saturated(cell: Cell, rate: Rate) -> bool | None:
+    return cell.saturated_strict if rate == "strict" else cell.saturated_leaky
+
+
+def _short(cell: Cell) -> str:
+    return cell.arm_id.split(":", 1)[1]
+
+
+def _left_out_reason(lower: Cell, upper: Cell) -> str | None:
+    """Why a pair cannot be compared before any bootstrap, or None when it can be computed."""
+    for cell in (lower, upper):
+        if not cell.published:
+            return f"{_short(cell)} is withheld"
+        if cell.scored == 0:
+            return f"{_short(cell)} has no scored episode"
+    return None
+
+
+def compare_adjacent(
+    lower: Cell,
+    upper: Cell,
+    counts: Mapping[str, CellCounts],
+    rate: Rate,
+    thresholds: Thresholds,
+) -> Comparison:
+    """Compare one level with the next one up on `rate` (difference is lower minus upper)."""
+    blocked = _left_out_reason(lower, upper)
+    if blocked is not None:
+        return Comparison(
+            rate=rate,
+            lower=lower.arm_id,
+            upper=upper.arm_id,
+            diff=None,
+            low=None,
+            high=None,
+            churn=None,
+            pairs_used=0,
+            verdict="left_out",
+            reason=blocked,
+        )
+    a, b = counts[lower.arm_id], counts[upper.arm_id]
+    a_succ, b_succ = (a.strict, b.strict) if rate == "strict" else (a.leaky, b.leaky)
+    try:
+        result = paired_bootstrap(
+            a_succ,
+            a.attempts,
+            b_succ,
+            b.attempts,
+            resamples=thresholds.bootstrap_resamples,
+            seed=thresholds.bootstrap_seed,
+            confidence=thresholds.confidence,
+        )
+    except ValueError:
+        return Comparison(
+            rate=rate,
+            lower=lower.arm_id,
+            upper=upper.arm_id,
+            diff=None,
+            low=None,
+            high=None,
+            churn=None,
+            pairs_used=0,
+            verdict="left_out",
+            reason="no seed has scored attempts at both levels",
+        )
+    saturated = [_short(c) for c in (lower, upper) if _saturated(c, rate)]
+    reason = None
+    if saturated:
+        verdict = "left_out"
+        reason = f"{' and '.join(saturated)} saturated on {rate}"
+    else:
+        verdict = call_pair(result.diff, result.interval, thresholds.resolution)
+    return Comparison(
+        rate=rate,
+        lower=lower.arm_id,
+        upper=upper.arm_id,
+        diff=round_figure(result.diff),
+        low=round_figure(result.interval.low),
+        high=round_figure(result.interval.high),
+        churn=round_figure(result.churn),
+        pairs_used=result.pairs_used,
+        verdict=verdict,
+        reason=reason,
+    )
+
+
+def ordering(levels: Sequence[Cell], rate: Rate) -> bool | None:
+    """Is pass@1 non-increasing across the levels? None when a level has no published rate."""
+    figures = [c.strict if rate == "strict" else c.leaky for c in levels]
+    if any(f is None for f in figures):
+        return None
+    return non_increasing([f.pass_at_1 for f in figures if f is not None])
+
+
+def knob_table(
+    knob: str, levels: Sequence[Cell], counts: Mapping[str, CellCounts], thresholds: Thresholds
+) -> KnobTable:
+    """A knob's table: depth is read on leaky and also compared on strict; others on strict."""
+    rates: tuple[Rate, ...] = ("leaky", "strict") if knob == "depth" else ("strict",)
+    comparisons = [
+        compare_adjacent(lo, hi, counts, rate, thresholds)
+        for rate in rates
+        for lo, hi in pairwise(levels)
+    ]
+    return KnobTable(
+        knob=knob,
+        levels=[c.arm_id for c in levels],
+        read_on="leaky" if knob == "depth" else "strict",
+        comparisons=comparisons,
+        ordering_strict=ordering(levels, "strict"),
+        ordering_leaky=ordering(levels, "leaky") if knob == "depth" else None,
+    )

@@ -1,0 +1,34 @@
+"""A card's files: card.json (canonical bytes), card.md, and optionally one PNG per knob."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from poisson_tasks.calibration.artifact import Artifact
+from poisson_tasks.calibration.cardjson import card_json
+from poisson_tasks.calibration.render import render_document
+
+CARD_JSON = "card.json"
+CARD_MD = "card.md"
+
+__all__ = ["CARD_JSON", "CARD_MD", "card_files", "write_card"]
+
+
+def card_files(artifact: Artifact) -> tuple[bytes, bytes]:
+    """(card.json bytes, card.md bytes) of an Artifact."""
+    return card_json(artifact), render_document(artifact).encode("utf-8")
+
+
+def write_card(artifact: Artifact, out_dir: Path | str, *, plot: bool = False) -> list[Path]:
+    """Write card.json and card.md (and `<knob>.png` with plot) into out_dir; the paths written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, data in zip((CARD_JSON, CARD_MD), card_files(artifact), strict=True):
+        (out / name).write_bytes(data)
+        written.append(out / name)
+    if plot:
+        from poisson_tasks.calibration.plot import write_plots
+
+        written += write_plots(artifact, out)
+    return written

@@ -1,0 +1,68 @@
+"""One PNG per knob: strict and leaky pass@1 by level, each with its 95% interval.
+
+Needs matplotlib (the `plot` extra); without it, MissingExtraError says what to install.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from poisson_tasks.calibration.artifact import Artifact, RateFigure
+from poisson_tasks.errors import MissingExtraError
+
+__all__ = ["write_plots"]
+
+
+def _points(figs: list[RateFigure | None]) -> tuple[list[int], list[float], list[list[float]]]:
+    xs, ys, err_low, err_high = [], [], [], []
+    for i, f in enumerate(figs):
+        if f is None:
+            continue
+        xs.append(i)
+        ys.append(f.pass_at_1)
+        err_low.append(f.pass_at_1 - f.low)
+        err_high.append(f.high - f.pass_at_1)
+    return xs, ys, [err_low, err_high]
+
+
+def write_plots(artifact: Artifact, out_dir: Path | str) -> list[Path]:
+    """Write `<knob>.png` for every knob on the card; returns the paths written."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise MissingExtraError(
+            "--plot needs matplotlib: pip install 'poisson-tasks[plot]'"
+        ) from exc
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for table in artifact.knobs:
+        cells = [artifact.cell(a) for a in table.levels]
+        labels = [c.arm_id.split(":", 1)[1] for c in cells]
+        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+        for rate, offset, marker in (("strict", -0.08, "o"), ("leaky", 0.08, "s")):
+            xs, ys, err = _points([c.strict if rate == "strict" else c.leaky for c in cells])
+            ax.errorbar(
+                [x + offset for x in xs],
+                ys,
+                yerr=err,
+                fmt=marker,
+                capsize=4,
+                label=f"{rate} pass@1 (95% interval)",
+            )
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel(f"{table.knob} level")
+        ax.set_ylabel("pass@1")
+        who = "reference policy" if artifact.kind == "reference-policy" else "model"
+        ax.set_title(f"{artifact.model} ({who}): {table.knob}")
+        ax.legend(loc="lower left")
+        fig.tight_layout()
+        path = out / f"{table.knob}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,257 @@
+"""Provenance: everything a card's numbers depend on, read from the run folder's header.
+
+What the card reads from the header's free-form parts, as the runner writes them:
+
+- `preregistration` (the pre-registration as declared, prereg.Preregistration's JSON form):
+  `model.provider`, `model.model`, `model.revision`, `model.rates` (USD per million tokens:
+  `input`, `cached_input`, `output`, `as_of`, the date they were read, and `source`),
+  `decoding`, `design.turn_limit` and `budget`. A model without `rates` gets no dollar figure.
+- `serving` (what the endpoint reported about itself): `provider`, `model`, `revision`, and under
+  `details` the server's version (`details.version`, from vLLM or Ollama). Optional keys a
+  serving stack may add and the card prints: `stack`, `stack_version`, `flags`, `gpu`,
+  `weights_revision`, and `kind` (`api`, `self-served`, `reference`), which otherwise follows
+  from the provider: openai is an API, reference is this package's reference policies, and
+  vllm, ollama and openai-compatible are served by the user.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from poisson_tasks.arms import parse_arm_id
+from poisson_tasks.calibration.records import records_sha256
+from poisson_tasks.errors import RunFolderError
+from poisson_tasks.runfolder import RunHeader, StopReason, Thresholds, read_header
+
+ServingKind = Literal["api", "self-served", "reference", "unknown"]
+
+_SELF_SERVED = frozenset({"vllm", "ollama", "openai-compatible"})
+_API = frozenset({"openai"})
+
+__all__ = [
+    "Provenance",
+    "Rates",
+    "ServingInfo",
+    "SessionInfo",
+    "provenance_from_header",
+    "provenance_from_run",
+]
+
+
+class Rates(BaseModel):
+    """Declared USD per million tokens (uncached input, cached input, output), and when read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float
+    cached_input: float
+    output: float
+    as_of: str
+    source: str | None = None
+
+
+class ServingInfo(BaseModel):
+    """Where and how the model was served, as far as the server reported it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ServingKind
+    provider: str | None = None
+    stack: str | None = None
+    stack_version: str | None = None
+    flags: list[str] = Field(default_factory=list)
+    gpu: str | None = None
+    weights_revision: str | None = None
+    policy: str | None = None
+
+
+class SessionInfo(BaseModel):
+    """One invocation of the runner on the folder, and why it stopped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    started_at: str
+    ended_at: str | None
+    stop_reason: StopReason
+    episodes_written: int
+    concurrency: int | None = None
+    detail: str | None = None
+
+
+class Provenance(BaseModel):
+    """Every setting and hash a card's figures depend on, plus the plan they were measured on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    package_version: str
+    harness: str
+    verifiers_version: str | None
+    engine_hash: str
+    generator_hash: str
+    vocabulary_hash: str
+    seed_list_hash: str
+    environment_hash: str
+    preregistration_hash: str
+    records_sha256: str
+    model: str
+    serving: ServingInfo
+    decoding: dict[str, Any]
+    budget: dict[str, Any]
+    turn_limit: int | None
+    concurrency: int | None
+    rates: Rates | None
+    thresholds: Thresholds
+    arms: list[str]
+    seeds: list[int]
+    attempts: int
+    strictness: list[str]
+    sessions: list[SessionInfo]
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        """Why the last session stopped; None before any session."""
+        return self.sessions[-1].stop_reason if self.sessions else None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _section(mapping: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = mapping.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RunFolderError(f"run.json: {where}{key} must be a mapping, got {value!r}")
+    return dict(value)
+
+
+def _kind(serving: dict[str, Any], provider: str) -> ServingKind:
+    declared = serving.get("kind")
+    if declared in ("api", "self-served", "reference"):
+        return declared  # type: ignore[no-any-return]
+    if provider == "reference":
+        return "reference"
+    if provider in _SELF_SERVED:
+        return "self-served"
+    if provider in _API:
+        return "api"
+    return "unknown"
+
+
+def _server_version(serving: dict[str, Any]) -> str | None:
+    """The serving stack's version as the server reported it (vLLM, Ollama: details.version)."""
+    if serving.get("stack_version") is not None:
+        return str(serving["stack_version"])
+    version = _section(serving, "details", "serving.").get("version")
+    if isinstance(version, dict):
+        version = version.get("version")
+    return _text(version)
+
+
+def _serving(header: RunHeader) -> ServingInfo:
+    serving = header.serving
+    declared = _section(header.preregistration, "model", "preregistration.")
+    provider = str(serving.get("provider") or declared.get("provider") or "").lower() or None
+    kind = _kind(serving, provider or "")
+    flags = serving.get("flags") or []
+    model = serving.get("model") or declared.get("model")
+    stack = serving.get("stack") or (provider if kind == "self-served" else None)
+    return ServingInfo(
+        kind=kind,
+        provider=provider,
+        stack=_text(stack),
+        stack_version=_server_version(serving) if kind == "self-served" else None,
+        flags=[str(f) for f in flags] if isinstance(flags, list) else [str(flags)],
+        gpu=_text(serving.get("gpu")),
+        weights_revision=_text(
+            serving.get("weights_revision") or serving.get("revision") or declared.get("revision")
+        ),
+        policy=_text(model) if kind == "reference" else None,
+    )
+
+
+def _model(header: RunHeader) -> str:
+    declared = _section(header.preregistration, "model", "preregistration.")
+    name = header.serving.get("model") or declared.get("model")
+    return str(name) if name else "not recorded"
+
+
+def _mapping(header: RunHeader, key: str) -> dict[str, Any]:
+    return _section(header.preregistration, key, "preregistration.")
+
+
+def _rates(header: RunHeader) -> Rates | None:
+    value = _section(header.preregistration, "model", "preregistration.").get("rates")
+    if value is None:
+        return None
+    try:
+        return Rates.model_validate({**value, "as_of": str(value.get("as_of"))})
+    except (ValidationError, AttributeError) as exc:
+        first = str(exc).splitlines()[0]
+        raise RunFolderError(
+            "run.json: preregistration.model.rates is not input, cached_input, output and "
+            f"as_of: {first}"
+        ) from exc
+
+
+def _turn_limit(header: RunHeader) -> int | None:
+    value = _mapping(header, "design").get("turn_limit")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RunFolderError(
+            f"run.json: preregistration.turn_limit must be an integer, got {value!r}"
+        )
+    return value
+
+
+def provenance_from_header(header: RunHeader, records_hash: str) -> Provenance:
+    """Provenance from a run header and the hash of the episode lines it was read with."""
+    strictness = sorted({parse_arm_id(a).strictness for a in header.arms})
+    return Provenance(
+        package_version=header.package_version,
+        harness=f"poisson-tasks runner {header.package_version}",
+        verifiers_version=header.package_versions.get("verifiers"),
+        engine_hash=header.engine_hash,
+        generator_hash=header.generator_hash,
+        vocabulary_hash=header.vocabulary_hash,
+        seed_list_hash=header.seed_list_hash,
+        environment_hash=header.environment_hash,
+        preregistration_hash=header.preregistration_hash,
+        records_sha256=records_hash,
+        model=_model(header),
+        serving=_serving(header),
+        decoding=_mapping(header, "decoding"),
+        budget=_mapping(header, "budget"),
+        turn_limit=_turn_limit(header),
+        concurrency=header.concurrency,
+        rates=_rates(header),
+        thresholds=header.thresholds,
+        arms=list(header.arms),
+        seeds=list(header.seeds),
+        attempts=header.attempts,
+        strictness=strictness,
+        sessions=[
+            SessionInfo(
+                index=s.index,
+                started_at=s.started_at,
+                ended_at=s.ended_at,
+                stop_reason=s.stop_reason,
+                episodes_written=s.episodes_written,
+                concurrency=s.concurrency,
+                detail=s.detail,
+            )
+            for s in header.sessions
+        ],
+    )
+
+
+def provenance_from_run(folder: Path | str) -> Provenance:
+    """The Provenance block of a run folder (header plus the hash of its episode lines)."""
+    path = Path(folder)
+    return provenance_from_header(read_header(path), records_sha256(path))

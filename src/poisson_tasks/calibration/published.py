@@ -1,0 +1,304 @@
+"""Published cards: stored records, rebuilt byte for byte, and read beside a run.
+
+Layout of the published folder (the repository's `calibration/`):
+
+    manifest.json            {"cards": [names...], "format": "poisson-tasks/published@1"}
+    <name>/run.json          the run's header, as the runner wrote it
+    <name>/episodes.jsonl.gz its episode lines (gzip, mtime 0; or plain episodes.jsonl)
+    <name>/card.json         the canonical machine-readable card
+    <name>/card.md           the rendered card
+
+Every card the manifest lists must be there: `check_published` rebuilds each from its records
+and compares both stored files byte for byte, naming the card and the first differing line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from poisson_tasks.calibration.artifact import Artifact, PublishedFacts
+from poisson_tasks.calibration.beside import differences
+from poisson_tasks.calibration.build import build_artifact
+from poisson_tasks.calibration.cardjson import read_card_json
+from poisson_tasks.calibration.output import CARD_JSON, CARD_MD, card_files
+from poisson_tasks.calibration.provenance import provenance_from_header, provenance_from_run
+from poisson_tasks.calibration.records import EPISODES_GZ, records_from_run
+from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
+from poisson_tasks.runfolder import EPISODES, HEADER, read_header
+
+PUBLISHED_DIR = Path(__file__).resolve().parents[3] / "calibration"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "poisson-tasks/published@1"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+__all__ = [
+    "CARD_JSON",
+    "CARD_MD",
+    "MANIFEST",
+    "PUBLISHED_DIR",
+    "PublishedCheck",
+    "check_published",
+    "compare_published",
+    "published_facts",
+    "read_manifest",
+    "rebuild_published",
+    "store_published",
+    "write_manifest",
+    "write_published_cards",
+]
+
+
+class PublishedCheck(BaseModel):
+    """One published card's check: whether its stored files match a rebuild, and why not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    ok: bool
+    message: str
+
+
+def _dir(directory: Path | None) -> Path:
+    return PUBLISHED_DIR if directory is None else Path(directory)
+
+
+def read_manifest(directory: Path | None = None) -> list[str]:
+    """The names of the published cards; PublishedCardError when the manifest is missing or bad."""
+    path = _dir(directory) / MANIFEST
+    if not path.is_file():
+        raise PublishedCardError(f"{path} is missing: the published folder lists its cards there")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        names = data["cards"]
+        if data.get("format") != MANIFEST_FORMAT or not isinstance(names, list):
+            raise ValueError(f"format must be {MANIFEST_FORMAT!r} with a list of cards")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PublishedCardError(f"{path} is not a published-card manifest: {exc}") from exc
+    for n in names:
+        if not isinstance(n, str) or not _NAME.match(n):
+            raise PublishedCardError(
+                f"{path}: card name {n!r} must be lowercase letters, digits and -"
+            )
+    return list(names)
+
+
+def write_manifest(names: Sequence[str], directory: Path | None = None) -> None:
+    """Write the manifest with the names sorted and without repeats."""
+    path = _dir(directory) / MANIFEST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"cards": sorted(set(names)), "format": MANIFEST_FORMAT}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _has_records(folder: Path) -> bool:
+    return (folder / HEADER).is_file() and (
+        (folder / EPISODES).is_file() or (folder / EPISODES_GZ).is_file()
+    )
+
+
+def published_facts(directory: Path | None = None) -> list[PublishedFacts]:
+    """What each stored published card was measured on (none when there is no published folder)."""
+    base = _dir(directory)
+    if not (base / MANIFEST).is_file():
+        return []
+    out = []
+    for name in read_manifest(base):
+        folder = base / name
+        if not (folder / HEADER).is_file():
+            continue
+        p = provenance_from_header(read_header(folder), records_hash="")
+        out.append(
+            PublishedFacts(
+                name=name,
+                model=p.model,
+                generator_hash=p.generator_hash,
+                seeds=p.seeds,
+                decoding=p.decoding,
+                strictness=p.strictness,
+                arms=p.arms,
+                attempts=p.attempts,
+            )
+        )
+    return out
+
+
+def rebuild_published(name: str, directory: Path | None = None) -> Artifact:
+    """Rebuild one published card from its stored records, against every published card's facts."""
+    base = _dir(directory)
+    folder = base / name
+    return build_artifact(
+        records_from_run(folder), provenance_from_run(folder), published=published_facts(base)
+    )
+
+
+def _first_difference(stored: bytes, rebuilt: bytes) -> tuple[int, str, str]:
+    a = stored.decode("utf-8", "replace").split("\n")
+    b = rebuilt.decode("utf-8", "replace").split("\n")
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else "<end of file>"
+        y = b[i] if i < len(b) else "<end of file>"
+        if x != y:
+            return i + 1, x, y
+    return 0, "", ""
+
+
+def _clip(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _check_one(name: str, base: Path) -> PublishedCheck:
+    folder = base / name
+    if not _has_records(folder):
+        return PublishedCheck(
+            name=name,
+            ok=False,
+            message=f"published card {name}: its records are missing from {folder} "
+            f"(need {HEADER} and {EPISODES_GZ}); store them with scripts/publish_card.py",
+        )
+    try:
+        rebuilt_files = card_files(rebuild_published(name, base))
+    except PoissonError as exc:
+        return PublishedCheck(
+            name=name,
+            ok=False,
+            message=f"published card {name}: cannot be rebuilt from its records: {exc}",
+        )
+    for fname, rebuilt in zip((CARD_JSON, CARD_MD), rebuilt_files, strict=True):
+        path = folder / fname
+        if not path.is_file():
+            return PublishedCheck(
+                name=name, ok=False, message=f"published card {name}: {path} is missing"
+            )
+        stored = path.read_bytes()
+        if stored != rebuilt:
+            line, was, now = _first_difference(stored, rebuilt)
+            return PublishedCheck(
+                name=name,
+                ok=False,
+                message=f"published card {name}: {fname} differs from the card rebuilt from its "
+                f"records at line {line}: stored {_clip(was)!r}, rebuilt {_clip(now)!r}",
+            )
+    return PublishedCheck(
+        name=name,
+        ok=True,
+        message=f"published card {name}: {CARD_JSON} and {CARD_MD} match the card rebuilt "
+        "from its records",
+    )
+
+
+def check_published(directory: Path | None = None) -> list[PublishedCheck]:
+    """Rebuild every listed published card and compare its stored files byte for byte."""
+    base = _dir(directory)
+    return [_check_one(name, base) for name in read_manifest(base)]
+
+
+def _complete_lines(source: Path) -> bytes:
+    data = source.read_bytes()
+    end = data.rfind(b"\n")
+    return data[: end + 1]
+
+
+def write_published_cards(directory: Path | None = None) -> list[str]:
+    """Render card.json and card.md of every listed card that has its records (after a change)."""
+    base = _dir(directory)
+    written = []
+    for name in read_manifest(base):
+        if not _has_records(base / name):
+            continue
+        cj, md = card_files(rebuild_published(name, base))
+        (base / name / CARD_JSON).write_bytes(cj)
+        (base / name / CARD_MD).write_bytes(md)
+        written.append(name)
+    return written
+
+
+def store_published(run_dir: Path | str, name: str, directory: Path | None = None) -> Path:
+    """Store a finished run as a published card (records, then every card rendered again)."""
+    if not _NAME.match(name):
+        raise PublishedCardError(f"card name {name!r} must be lowercase letters, digits and -")
+    run = Path(run_dir)
+    read_header(run)  # a run folder, or RunFolderError
+    if not (run / EPISODES).is_file():
+        raise PublishedCardError(f"{run} has no {EPISODES}: only a finished run can be published")
+    build_artifact(records_from_run(run), provenance_from_run(run), published=[])  # refusals first
+    base = _dir(directory)
+    folder = base / name
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run / HEADER, folder / HEADER)
+    with (
+        (folder / EPISODES_GZ).open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz,
+    ):
+        gz.write(_complete_lines(run / EPISODES))
+    names = read_manifest(base) if (base / MANIFEST).is_file() else []
+    write_manifest([*names, name], base)
+    write_published_cards(base)
+    return folder
+
+
+def _figure(artifact: Artifact, arm: str, rate: str) -> str:
+    try:
+        cell = artifact.cell(arm)
+    except KeyError:
+        return "not on this card"
+    fig = cell.strict if rate == "strict" else cell.leaky
+    if fig is None:
+        return "withheld" if not cell.published else "n/a"
+    return f"{fig.pass_at_1:.3f} [{fig.low:.3f}, {fig.high:.3f}]"
+
+
+def _stored_card(base: Path, name: str) -> Artifact:
+    path = base / name / CARD_JSON
+    try:
+        return read_card_json(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0]
+        raise PublishedCardError(
+            f"published card {name}: {path} cannot be read ({first}); run "
+            "`poisson-tasks card --published` to see what is wrong"
+        ) from exc
+
+
+def compare_published(artifact: Artifact, directory: Path | None = None) -> str:
+    """A run's rates beside the published cards', or CardRefusal naming what differs."""
+    base = _dir(directory)
+    facts = published_facts(base)
+    if not facts:
+        raise CardRefusal(f"compare refused: no published card is stored in {base}")
+    problems = [
+        f"{f.name}: {', '.join(d)}" for f in facts if (d := differences(artifact.provenance, f))
+    ]
+    if problems:
+        raise CardRefusal(
+            "compare refused: this run was not measured like the published cards; "
+            + "; ".join(problems)
+        )
+    cards = [(f, _stored_card(base, f.name)) for f in facts]
+    arms = [a for a in artifact.provenance.arms if any(a in f.arms for f, _ in cards)]
+    out = [
+        f"# `{artifact.model}` beside the published cards",
+        "",
+        "Each cell is pass@1 with its task-resampled 95% interval. The cards were measured on the "
+        "same generator build, seeds, decoding and strictness; the figures are read side by side, "
+        "not tested against each other.",
+    ]
+    for f, card in cards:
+        if card.kind == "reference-policy":
+            out += ["", f"`{f.name}` is a reference-policy card: a scripted baseline, not a model."]
+    for rate in ("strict", "leaky"):
+        header = ["arm", f"this run ({rate})", *(f"`{f.name}` ({rate})" for f, _ in cards)]
+        rows = [
+            [f"`{a}`", _figure(artifact, a, rate), *(_figure(card, a, rate) for _, card in cards)]
+            for a in arms
+        ]
+        out += ["", f"## {rate} pass@1", ""]
+        out += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out) + "\n"

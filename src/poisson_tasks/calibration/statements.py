@@ -1,0 +1,251 @@
+"""The card's closing texts: what the card is, what it does not claim, and how depth is read.
+
+Each "does not claim" line has a key and a condition; every line whose condition holds is on the
+card, in the order below, and no other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from poisson_tasks.arms import levels
+from poisson_tasks.calibration.artifact import Cell, Claim, PublishedFacts, Statements
+from poisson_tasks.calibration.beside import measured_differently, short_hash
+from poisson_tasks.calibration.provenance import Provenance
+from poisson_tasks.runfolder import Thresholds
+
+PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
+TOP_DEPTH = max(levels("depth"))
+
+__all__ = ["PUBLISHED_DESIGN_TASKS", "TOP_DEPTH", "build_statements", "served_phrase"]
+
+DEPTH_NOTE = (
+    "At every depth level the whole eight-stage ladder is on offer, so below "
+    f"d{TOP_DEPTH} a model can keep going past its goal stage. The strict rate therefore mixes two "
+    "abilities, getting to the goal and stopping on it, and models differ in which one fails. "
+    "This card reads depth on leaky pass@1, which asks only whether the goal was reached, "
+    "compares those rates level by level in a table of their own, and shows in the overshoot "
+    "column how often the record was carried further. Strict pass@1 is still computed, compared "
+    f"and printed first in every table. At d{TOP_DEPTH} the goal is the top stage, nothing can "
+    "overshoot, and the strict and leaky rates are the same."
+)
+
+
+def served_phrase(provenance: Provenance) -> str:
+    """How the model was reached, in a few words."""
+    s = provenance.serving
+    if s.kind == "api":
+        return f"through {s.provider}'s API" if s.provider else "through a provider's API"
+    if s.kind == "self-served":
+        stack = " ".join(x for x in (s.stack or s.provider, s.stack_version) if x)
+        return f"on an endpoint its user served ({stack or 'stack not reported'})"
+    if s.kind == "reference":
+        return "by poisson-tasks' own reference endpoint"
+    return "from an endpoint whose kind the run did not record"
+
+
+def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Thresholds) -> str:
+    episodes = sum(c.episodes for c in cells)
+    scored = sum(c.scored for c in cells)
+    if kind == "reference-policy":
+        policy = provenance.serving.policy or provenance.model
+        who = (
+            f"This card is the record of the reference policy `{policy}`, "
+            "a scripted baseline served by poisson-tasks' own reference endpoint. It is not a "
+            "language model, and its figures show how the instrument reads a known behaviour"
+        )
+    else:
+        who = f"This card is the record of `{provenance.model}`, served {served_phrase(provenance)}"
+    return (
+        f"{who}, on {len(provenance.seeds)} generated tasks per level with {provenance.attempts} "
+        f"attempts at each: {episodes} episodes over {len(cells)} arms, {scored} of them scored. "
+        "A level's pass@1 is the average of its tasks' own pass rates, so each task counts once, "
+        f"and its {th.confidence:.0%} interval comes from redrawing whole tasks "
+        f"{th.bootstrap_resamples} times at seed {th.bootstrap_seed}. Two neighbouring levels are "
+        f"called different only when the {th.confidence:.0%} interval of their paired "
+        "difference, over the seeds both share, stays clear of zero and the difference is at "
+        f"least {th.resolution:g}; otherwise the card says the difference is too small for this "
+        "design to call."
+    )
+
+
+def _arms_text(cells: Sequence[Cell]) -> str:
+    return ", ".join(c.arm_id for c in cells)
+
+
+def _claims(
+    kind: str,
+    provenance: Provenance,
+    cells: Sequence[Cell],
+    installed_generator_hash: str,
+    published: Sequence[PublishedFacts],
+    thresholds: Thresholds,
+) -> list[Claim]:
+    who = "one reference policy" if kind == "reference-policy" else "one model"
+    out = [
+        Claim(
+            key="one_model",
+            text=(
+                f"These are {who}'s results on these generated tasks. They put no models in "
+                "order and say nothing about any other model, or about tasks other than these."
+            ),
+        )
+    ]
+    if kind == "reference-policy":
+        out.append(
+            Claim(
+                key="reference_policy",
+                text=(
+                    "Its figures come from a scripted reference policy, not from a language model; "
+                    "they stand in for no model's results."
+                ),
+            )
+        )
+    tasks = len(provenance.seeds)
+    if tasks < PUBLISHED_DESIGN_TASKS:
+        out.append(
+            Claim(
+                key="fewer_tasks",
+                text=(
+                    f"It has {tasks} tasks per level, fewer than the {PUBLISHED_DESIGN_TASKS} of the "
+                    "published design, so its intervals are wide and most neighbouring levels will "
+                    "read too small to call. That is the resolution of this design, not evidence "
+                    "that the levels are alike."
+                ),
+            )
+        )
+    mine = provenance.generator_hash
+    other = sorted({p.generator_hash for p in published if p.generator_hash != mine})
+    if other:
+        out.append(
+            Claim(
+                key="other_generator",
+                text=(
+                    f"It was made with generator build {short_hash(provenance.generator_hash)}, not "
+                    f"the build the published cards were measured on "
+                    f"({', '.join(short_hash(h) for h in other)}), so it is not to be read beside them."
+                ),
+            )
+        )
+    ways = sorted({w for p in published for w in measured_differently(provenance, p)})
+    if ways:
+        out.append(
+            Claim(
+                key="measured_differently",
+                text=(
+                    f"It was measured differently from the published cards ({', '.join(ways)} "
+                    "differ), so none of its figures is to be set against theirs."
+                ),
+            )
+        )
+    plan = set(provenance.arms)
+    if not any(plan & set(p.arms) for p in published):
+        out.append(
+            Claim(
+                key="not_covered",
+                text=(
+                    "No published card holds any level of this plan, so no figure here has a "
+                    "published figure to be read beside."
+                ),
+            )
+        )
+    if provenance.serving.kind == "self-served":
+        out.append(
+            Claim(
+                key="self_served",
+                text=(
+                    "Its model was served by the person who ran it. The serving is pinned only as far "
+                    "as the server reported it, so the same weights served another way later would "
+                    "be another measurement."
+                ),
+            )
+        )
+    if any(c.knob == "distractor" for c in cells):
+        out.append(
+            Claim(
+                key="distractor_experimental",
+                text=(
+                    "The distractor knob (the decoy-tools dial) is experimental: it did not make tasks "
+                    "harder for either calibrated model, so its rows do not show a difficulty setting."
+                ),
+            )
+        )
+    if provenance.generator_hash != installed_generator_hash:
+        out.append(
+            Claim(
+                key="stale",
+                text=(
+                    f"It is tied to the generator build it was made with "
+                    f"({short_hash(provenance.generator_hash)}); this install's generator is "
+                    f"{short_hash(installed_generator_hash)}, so the card is stale: the tasks it "
+                    "measured are not the tasks this install generates."
+                ),
+            )
+        )
+    resumed = sum(c.resumed for c in cells)
+    if resumed or len(provenance.sessions) > 1:
+        out.append(
+            Claim(
+                key="resumed",
+                text=(
+                    f"The run was interrupted and resumed, and {resumed} of its episodes were made "
+                    "after the resume. A resumed attempt is a new attempt, not a replay of the one it "
+                    "replaces."
+                ),
+            )
+        )
+    withheld = [c for c in cells if not c.published]
+    if withheld:
+        out.append(
+            Claim(
+                key="withheld",
+                text=(
+                    f"It claims nothing for {_arms_text(withheld)}: more than "
+                    f"{thresholds.instrument_max:g} of their episodes failed on the instrument's side, "
+                    "so their figures are left out."
+                ),
+            )
+        )
+    incomplete = [c for c in cells if c.incomplete]
+    if incomplete:
+        reason = provenance.stop_reason or "no session recorded"
+        out.append(
+            Claim(
+                key="incomplete",
+                text=(
+                    f"{_arms_text(incomplete)} hold fewer episodes than planned (the run's last "
+                    f"session stopped with {reason}); their figures come from the smaller sample and "
+                    "do not stand for full cells."
+                ),
+            )
+        )
+    if thresholds != provenance.thresholds:
+        out.append(
+            Claim(
+                key="thresholds_changed",
+                text=(
+                    "Its thresholds are not the ones the run declared before it ran, so its calls "
+                    "were not made under the pre-registered rules."
+                ),
+            )
+        )
+    return out
+
+
+def build_statements(
+    kind: str,
+    provenance: Provenance,
+    cells: Sequence[Cell],
+    installed_generator_hash: str,
+    published: Sequence[PublishedFacts],
+    thresholds: Thresholds,
+) -> Statements:
+    """The two closing texts and, when d8 is on the card, the depth reading note."""
+    has_top_depth = any(c.knob == "depth" and c.level == TOP_DEPTH and not c.control for c in cells)
+    return Statements(
+        what_it_is=_what_it_is(kind, provenance, cells, thresholds),
+        does_not_claim=_claims(
+            kind, provenance, cells, installed_generator_hash, published, thresholds
+        ),
+        depth_note=DEPTH_NOTE if has_top_depth else None,
+    )

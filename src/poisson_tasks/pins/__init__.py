@@ -1,0 +1,54 @@
+"""The pin ledger: thirty rows that prove two arms of a knob differ in the knob and nothing else.
+
+measure_pins(bundle) reads every row off one bundle; check_pins({arm_id: bundle}) holds the rows
+the "who" column names across one contrast (one knob's arms at one seed) and returns a PinReport;
+check_plan(arms, seeds) does it for a whole study, one contrast per knob and seed.
+"""
+
+from __future__ import annotations
+
+from poisson_tasks.pins.check import (
+    PinError,
+    PinRefusal,
+    PinReport,
+    Reported,
+    RowVerdict,
+    Violation,
+    check_pins,
+    depth_band,
+    figure,
+)
+from poisson_tasks.pins.measure import PinMeasurement, measure_pins
+from poisson_tasks.pins.plan import (
+    ContrastSummary,
+    PlanReport,
+    check_plan,
+    contrast_groups,
+    parse_seeds,
+    pin_targets,
+)
+from poisson_tasks.pins.table import BY_ID, ROW_IDS, ROWS, PinRow
+
+__all__ = [
+    "BY_ID",
+    "ROWS",
+    "ROW_IDS",
+    "ContrastSummary",
+    "PinError",
+    "PinMeasurement",
+    "PinRefusal",
+    "PinReport",
+    "PinRow",
+    "PlanReport",
+    "Reported",
+    "RowVerdict",
+    "Violation",
+    "check_pins",
+    "check_plan",
+    "contrast_groups",
+    "depth_band",
+    "figure",
+    "measure_pins",
+    "parse_seeds",
+    "pin_targets",
+]

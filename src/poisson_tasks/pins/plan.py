@@ -1,0 +1,236 @@
+"""check_plan(arms, seeds): the pin ledger over a study's arms, one contrast per knob and seed.
+
+Arms are grouped into contrasts by (knob, split, strictness); each group is checked at every
+seed with check_pins, and the group's reports are kept whole and summarised row by row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
+from poisson_tasks.pins.check import Figure, PinError, PinReport, Verdict, check_pins
+from poisson_tasks.pins.measure import measure_pins
+from poisson_tasks.pins.table import ROWS
+
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_MAX_VIOLATION_LINES = 12
+_VERDICT_ORDER: tuple[Verdict, ...] = (
+    "violated",
+    "held",
+    "reported",
+    "not applicable",
+    "unmeasured",
+)
+
+
+DEFAULT_SEEDS = "0-59"
+
+
+def pin_targets(
+    *,
+    arm: str | None = None,
+    plan: str | Path | None = None,
+    arms: str | None = None,
+    seeds: str | None = None,
+) -> tuple[list[str], list[int]]:
+    """The arms and seeds `generate --plan/--arms` checks; PinError names a bad combination.
+
+    --plan reads a pre-registration through prereg.load_preregistration (its arms, with the
+    design's split and strictness, and its derived seeds); --arms takes ids and --seeds ranges.
+    """
+    if plan is not None and arms is not None:
+        raise PinError("give --plan or --arms, not both: the plan lists its own arms")
+    if arm is not None:
+        raise PinError(f"ARM {arm!r} with --plan/--arms: put it in --arms, e.g. --arms {arm}")
+    if plan is not None:
+        if seeds is not None:
+            raise PinError("--seeds comes from the plan (design.seed_string and tasks); drop it")
+        from poisson_tasks.prereg import load_preregistration
+
+        p = load_preregistration(plan)
+        return list(p.arms), list(p.seeds)
+    ids = [a.strip() for a in (arms or "").split(",") if a.strip()]
+    if not ids:
+        raise PinError("--arms is empty: list arm ids, e.g. --arms depth:d1,depth:d3,depth:d1+h8")
+    for a in ids:
+        parse_arm_id(a)
+    return ids, parse_seeds(DEFAULT_SEEDS if seeds is None else seeds)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from `0-59`, `7` or `0-9,20,30-31`, in the order written, without repeats."""
+    out: list[int] = []
+    for part in text.split(","):
+        m = _RANGE.match(part.strip())
+        if m is None:
+            raise PinError(f"--seeds {text!r}: write ranges and numbers like 0-59 or 0-9,20")
+        lo, hi = int(m[1]), int(m[2] if m[2] is not None else m[1])
+        if hi < lo:
+            raise PinError(f"--seeds {text!r}: range {lo}-{hi} runs backwards; write {hi}-{lo}")
+        out += [s for s in range(lo, hi + 1) if s not in out]
+    return out
+
+
+class ContrastSummary(BaseModel):
+    """One contrast group (a knob's arms at one split and strictness) over every seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    knob: str
+    split: str
+    strictness: str
+    arms: list[str]
+    seeds: list[int]
+    reports: list[PinReport]
+
+    @property
+    def refused(self) -> bool:
+        return any(r.refused for r in self.reports)
+
+    @property
+    def refused_seeds(self) -> list[int]:
+        return [r.seed for r in self.reports if r.refused]
+
+    def lines(self) -> list[str]:
+        """Per row: the verdicts over the seeds and each arm's figure (a range over seeds)."""
+        n = len(self.reports)
+        out = [
+            f"contrast {self.knob} ({self.split}, {self.strictness}) · {len(self.arms)} arms · "
+            f"{n} seed{'s' if n != 1 else ''} ({_seed_text(self.seeds)})",
+            f"  arms: {', '.join(self.arms)}",
+        ]
+        for i, row in enumerate(ROWS):
+            verdicts = [r.rows[i].verdict for r in self.reports]
+            tally = ", ".join(
+                f"{v} {verdicts.count(v)}/{n}" if n > 1 else v
+                for v in _VERDICT_ORDER
+                if v in verdicts
+            )
+            figures = _figures_over_seeds([r.rows[i].values for r in self.reports], self.arms)
+            detail = self.reports[0].rows[i].detail if n == 1 else ""
+            cells = (f"{row.id:<4} {tally:<23}", figures, detail)
+            out.append("  " + "  ".join(x for x in cells if x))
+        violations = [(r.seed, v) for r in self.reports for v in r.violations]
+        for seed, v in violations[:_MAX_VIOLATION_LINES]:
+            out.append(f"  seed {seed}: {v.line()}")
+        if len(violations) > _MAX_VIOLATION_LINES:
+            out.append(f"  ... and {len(violations) - _MAX_VIOLATION_LINES} more violations")
+        refused = self.refused_seeds
+        out.append(
+            f"  refused at {len(refused)} of {n} seeds ({_seed_text(refused)})"
+            if refused
+            else "  not refused"
+        )
+        return out
+
+
+class PlanReport(BaseModel):
+    """Every contrast of a plan; refused when any contrast is refused at any seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    contrasts: list[ContrastSummary]
+
+    @property
+    def refused(self) -> bool:
+        return any(c.refused for c in self.contrasts)
+
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        for c in self.contrasts:
+            out += [*c.lines(), ""]
+        return out[:-1] if out else out
+
+    def message(self) -> str:
+        """One line naming each refused contrast, its rows and the seeds they were refused at."""
+        parts = []
+        for c in self.contrasts:
+            if not c.refused:
+                continue
+            rows = sorted({v.row for r in c.reports for v in r.violations}, key=_row_key)
+            parts.append(
+                f"{c.knob} ({', '.join(rows)} at seed{'s' if len(c.refused_seeds) > 1 else ''} "
+                f"{_seed_text(c.refused_seeds)})"
+            )
+        if not parts:
+            return f"pin ledger: {len(self.contrasts)} contrasts held"
+        return "pin ledger refused " + "; ".join(parts)
+
+
+def _row_key(row: str) -> int:
+    return int(row[1:])
+
+
+def _seed_text(seeds: Sequence[int]) -> str:
+    """0-59 for a run of seeds, else the first few and a count."""
+    if not seeds:
+        return "none"
+    if list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    head = ",".join(map(str, seeds[:6]))
+    return head if len(seeds) <= 6 else f"{head},... ({len(seeds)})"
+
+
+def _figures_over_seeds(per_seed: list[dict[str, Figure]], arms: list[str]) -> str:
+    """Each arm's figures over the seeds: one value, a min..max range, or a count of values."""
+    by_arm: dict[str, str] = {}
+    for a in arms:
+        vals = [v[a] for v in per_seed if a in v]
+        if not vals:
+            continue
+        distinct = sorted(set(vals), key=str)
+        if len(distinct) == 1:
+            by_arm[a] = str(distinct[0])
+        elif all(isinstance(v, int) for v in vals):
+            by_arm[a] = f"{min(vals)}..{max(vals)}"
+        else:
+            by_arm[a] = f"{vals[0]} (+{len(distinct) - 1} more)"
+    if not by_arm:
+        return ""
+    if len(set(by_arm.values())) == 1 and len(by_arm) > 1:
+        return f"all {next(iter(by_arm.values()))}"
+    return " ".join(f"{a}={v}" for a, v in by_arm.items())
+
+
+def contrast_groups(arms: Iterable[ArmSpec | str]) -> list[list[ArmSpec]]:
+    """Arms grouped by (knob, split, strictness), groups and arms in the order first given."""
+    groups: dict[tuple[str, str, str], list[ArmSpec]] = {}
+    for a in arms:
+        spec = parse_arm_id(a) if isinstance(a, str) else a
+        group = groups.setdefault((spec.knob, spec.split, spec.strictness), [])
+        if spec not in group:
+            group.append(spec)
+    return list(groups.values())
+
+
+def check_plan(arms: Iterable[ArmSpec | str], seeds: Iterable[int]) -> PlanReport:
+    """Generate every arm at every seed and hold the pin ledger over each contrast."""
+    from poisson_tasks.generator import generate  # late: the generator may import the ledger
+
+    seed_list = list(seeds)
+    if not seed_list:
+        raise PinError("no seeds to check: give at least one, e.g. --seeds 0-59")
+    summaries = []
+    for group in contrast_groups(arms):
+        reports = []
+        for seed in seed_list:
+            bundles = {arm_id(s): generate(s, seed, pins=False) for s in group}
+            measured = {k: measure_pins(b) for k, b in bundles.items()}
+            reports.append(check_pins(bundles, measurements=measured))
+        first = group[0]
+        summaries.append(
+            ContrastSummary(
+                knob=first.knob,
+                split=first.split,
+                strictness=first.strictness,
+                arms=reports[0].arms,
+                seeds=seed_list,
+                reports=reports,
+            )
+        )
+    return PlanReport(contrasts=summaries)

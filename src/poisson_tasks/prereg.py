@@ -1,0 +1,668 @@
+"""The pre-registration: a YAML file that declares a study in full, and the Plan it validates to.
+
+A pre-registration names the model and how it is served, the decoding, the arms, tasks and attempts,
+the string the seeds are derived from, the turn limit and horizon, the budget, the concurrency and
+every threshold the card uses, before anything runs. `validate_preregistration` refuses a document
+with one message per problem, each naming the field; a document that passes becomes a `Plan`.
+
+Seeds. The seed list is derived, never typed in: seed i is the first 8 bytes of
+sha256("<seed_string>|<i>") read big-endian, modulo 2**31, taken for i = 0, 1, 2, ... and skipping
+any repeat until `tasks` distinct seeds are drawn, kept in that order. The one reserved string
+"range" gives 0, 1, ..., tasks-1 instead. `seed_list_hash` is sha256 of the list's canonical JSON
+(sorted keys, no spaces). A document may state `seeds` and `seed_list_hash` to publish them; both
+are then checked against the derivation.
+
+The API key never enters the file: `model.api_key_env` names the environment variable holding it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
+from poisson_tasks.bundle import canonical_json, digest
+from poisson_tasks.errors import ArmError, PreregistrationError
+from poisson_tasks.reference.catalogue import PolicyError, parse_model
+from poisson_tasks.runfolder import Thresholds
+
+FORMAT = "poisson-tasks/preregistration@1"
+RANGE_SEEDS = "range"
+SEED_MODULUS = 2**31
+Provider = Literal["openai", "vllm", "ollama", "openai-compatible", "reference"]
+PROVIDERS: tuple[str, ...] = ("openai", "vllm", "ollama", "openai-compatible", "reference")
+SELF_SERVED: frozenset[str] = frozenset({"vllm", "ollama"})
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEYLIKE = re.compile(r"^(sk-|sk_|Bearer )|^(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{24,}$")
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Rates(BaseModel):
+    """What the provider bills, in USD per million tokens, with the date the rates were read."""
+
+    model_config = _STRICT
+
+    input: float
+    cached_input: float
+    output: float
+    as_of: date = Field(strict=False, description="the date the rates were read (YYYY-MM-DD)")
+    source: str | None = None
+
+
+class Serving(BaseModel):
+    """The model and where it is served; the API key is named by its variable, never written."""
+
+    model_config = _STRICT
+
+    provider: Provider
+    model: str
+    base_url: str | None = None
+    revision: str | None = None
+    api_key_env: str | None = None
+    rates: Rates | None = None
+
+    @property
+    def resolved_base_url(self) -> str | None:
+        """The base URL the client talks to (OpenAI's own when none is given for `openai`)."""
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        return OPENAI_BASE_URL if self.provider == "openai" else None
+
+
+class Decoding(BaseModel):
+    """The decoding, declared in full; `extra_body` carries provider-specific fields verbatim."""
+
+    model_config = _STRICT
+
+    temperature: float
+    top_p: float
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None
+    max_completion_tokens: int
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class Design(BaseModel):
+    """What is measured: arms x seeds x attempts, the split, strictness, turn limit and horizon."""
+
+    model_config = _STRICT
+
+    arms: list[str]
+    tasks: int
+    attempts: int
+    seed_string: str
+    seeds: list[int] | None = None
+    seed_list_hash: str | None = None
+    split: Literal["eval", "train"] = "eval"
+    strictness: Literal["strict", "leaky"] = "strict"
+    turn_limit: int = 32
+    slack: int
+    horizon: int
+
+
+class Budget(BaseModel):
+    """When the run stops: tokens and dollars over the whole folder, wall-clock per session."""
+
+    model_config = _STRICT
+
+    tokens: int
+    wall_clock_s: float
+    dollars: float | None = None
+
+
+class Execution(BaseModel):
+    """How the runner drives the endpoint; none of it changes what is measured."""
+
+    model_config = _STRICT
+
+    concurrency: int = 8
+    max_retries: int = 6
+    backoff_s: float = 1.0
+    backoff_max_s: float = 60.0
+    request_timeout_s: float = 300.0
+    episode_timeout_s: float = 1800.0
+
+
+class Preregistration(BaseModel):
+    """The whole document; only `budget` and `execution` may change when a run is resumed."""
+
+    model_config = _STRICT
+
+    format: Literal["poisson-tasks/preregistration@1"]
+    name: str
+    description: str = ""
+    model: Serving
+    decoding: Decoding
+    design: Design
+    budget: Budget
+    execution: Execution = Field(default_factory=Execution)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+
+    def measurement(self) -> dict[str, Any]:
+        """The part that defines the measurement: what must match for a folder to be resumed."""
+        return measurement_of(self.model_dump(mode="json"))
+
+
+RESUMABLE_SECTIONS: tuple[str, ...] = ("budget", "execution", "description")
+
+
+def measurement_of(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A pre-registration's JSON form less the sections a resumed session may change."""
+    return {k: v for k, v in document.items() if k not in RESUMABLE_SECTIONS}
+
+
+class Resolution(BaseModel):
+    """What the design can call: the smallest paired difference at 80% power, worst case."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mdd_any: float = Field(description="worst case for arms of any dependence, Var(d) = 1")
+    mdd_independent: float = Field(description="worst case for independent arms, Var(d) = 0.5")
+    declared: float
+    under_powered: bool
+    tasks_needed_any: int
+    tasks_needed_independent: int
+
+
+class Plan(BaseModel):
+    """A validated pre-registration: arms x seeds x attempts, its hashes, horizon and resolution."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    preregistration: Preregistration
+    preregistration_hash: str
+    measurement_hash: str
+    arms: tuple[str, ...]
+    seeds: tuple[int, ...]
+    seed_list_hash: str
+    attempts: int
+    episodes: int
+    horizon: int
+    resolution: Resolution
+    source: str | None = None
+
+    @property
+    def specs(self) -> tuple[ArmSpec, ...]:
+        return tuple(parse_arm_id(a) for a in self.arms)
+
+    def slots(self) -> list[tuple[str, int, int]]:
+        """Every planned (arm_id, seed, attempt), attempts numbered from 0, in run order."""
+        return [(a, s, k) for a in self.arms for s in self.seeds for k in range(self.attempts)]
+
+
+# --------------------------------------------------------------------------- seeds
+
+
+def derive_seeds(seed_string: str, tasks: int) -> list[int]:
+    """The seed list a seed string gives (see the module docstring for the rule)."""
+    if seed_string == RANGE_SEEDS:
+        return list(range(tasks))
+    out: list[int] = []
+    seen: set[int] = set()
+    i = 0
+    while len(out) < tasks:
+        h = hashlib.sha256(f"{seed_string}|{i}".encode()).digest()
+        seed = int.from_bytes(h[:8], "big") % SEED_MODULUS
+        if seed not in seen:
+            seen.add(seed)
+            out.append(seed)
+        i += 1
+    return out
+
+
+def seed_list_hash(seeds: Sequence[int]) -> str:
+    """sha256 of the seed list's canonical JSON."""
+    return hashlib.sha256(canonical_json(list(seeds))).hexdigest()
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _where(loc: tuple[int | str, ...], section: str = "") -> str:
+    parts = [section] if section else []
+    for p in loc:
+        if isinstance(p, int):
+            parts[-1:] = [f"{parts[-1]}[{p}]"] if parts else [f"[{p}]"]
+        else:
+            parts.append(p)
+    return ".".join(parts) or "(document)"
+
+
+def _pydantic_problems(exc: ValidationError, section: str) -> list[str]:
+    out: list[str] = []
+    for err in exc.errors():
+        where = _where(tuple(err["loc"]), section)
+        if err["type"] == "extra_forbidden":
+            key = str(err["loc"][-1])
+            if "key" in key.lower() and key != "api_key_env":
+                out.append(
+                    f"{where}: unknown key; an API key never goes in the file, name its "
+                    "environment variable in model.api_key_env instead"
+                )
+            else:
+                out.append(f"{where}: unknown key; remove it or check its spelling")
+        elif err["type"] == "missing":
+            out.append(f"{where}: required field is missing")
+        else:
+            out.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+    return out
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "model": Serving,
+    "decoding": Decoding,
+    "design": Design,
+    "budget": Budget,
+    "execution": Execution,
+    "thresholds": Thresholds,
+}
+
+
+def _parse_sections(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Validate each section on its own, so one broken section does not hide another's problems."""
+    problems: list[str] = []
+    parsed: dict[str, Any] = {}
+    known = {"format", "name", "description", *_SECTIONS}
+    for key in doc:
+        if key not in known:
+            hint = (
+                "an API key never goes in the file, name its variable in model.api_key_env"
+                if "key" in str(key).lower()
+                else f"known keys: {', '.join(sorted(known))}"
+            )
+            problems.append(f"{key}: unknown key; {hint}")
+    if doc.get("format") != FORMAT:
+        problems.append(f"format: must be {FORMAT!r}, got {doc.get('format')!r}")
+    name = doc.get("name")
+    if not isinstance(name, str) or not name.strip():
+        problems.append("name: required, a non-empty string naming the study")
+    if "description" in doc and not isinstance(doc["description"], str):
+        problems.append("description: must be a string")
+    for section, model in _SECTIONS.items():
+        raw = doc.get(section)
+        if raw is None:
+            if section in ("execution", "thresholds"):
+                parsed[section] = model()
+                continue
+            problems.append(f"{section}: required section is missing")
+            continue
+        if not isinstance(raw, Mapping):
+            problems.append(f"{section}: must be a mapping of fields, got {type(raw).__name__}")
+            continue
+        try:
+            parsed[section] = model.model_validate(dict(raw))
+        except ValidationError as exc:
+            problems.extend(_pydantic_problems(exc, section))
+    return parsed, problems
+
+
+def _check_serving(m: Serving) -> list[str]:
+    p: list[str] = []
+    if not m.model.strip():
+        p.append("model.model: required, the model id the endpoint serves")
+    if m.provider in ("vllm", "ollama", "openai-compatible") and not m.base_url:
+        p.append(
+            f"model.base_url: required for provider {m.provider}, e.g. http://127.0.0.1:8000/v1"
+        )
+    if m.provider in SELF_SERVED and not m.revision:
+        p.append(
+            f"model.revision: required for a self-served model ({m.provider}): the weights' exact "
+            "revision (a Hugging Face commit, or the Ollama model digest)"
+        )
+    if m.provider == "openai" and not m.api_key_env:
+        p.append("model.api_key_env: required for provider openai, e.g. OPENAI_API_KEY")
+    if m.provider == "reference":
+        try:
+            parse_model(m.model)
+        except PolicyError as exc:
+            p.append(f"model.model: {exc}")
+    if m.base_url is not None and not m.base_url.startswith(("http://", "https://")):
+        p.append(f"model.base_url: must start with http:// or https://, got {m.base_url!r}")
+    if m.api_key_env is not None:
+        if _KEYLIKE.search(m.api_key_env):
+            p.append(
+                "model.api_key_env: looks like a key, not a variable name; put the key in an "
+                "environment variable and name the variable here (e.g. OPENAI_API_KEY)"
+            )
+        elif not _ENV_NAME.match(m.api_key_env):
+            p.append(f"model.api_key_env: {m.api_key_env!r} is not an environment variable name")
+    if m.rates is not None:
+        for field in ("input", "cached_input", "output"):
+            if getattr(m.rates, field) < 0:
+                p.append(f"model.rates.{field}: a rate cannot be negative")
+    return p
+
+
+def _check_decoding(d: Decoding) -> list[str]:
+    p: list[str] = []
+    if not 0.0 <= d.temperature <= 2.0:
+        p.append(f"decoding.temperature: must be in [0, 2], got {d.temperature}")
+    if not 0.0 < d.top_p <= 1.0:
+        p.append(f"decoding.top_p: must be in (0, 1], got {d.top_p}")
+    if d.max_completion_tokens < 1:
+        p.append(
+            f"decoding.max_completion_tokens: must be 1 or more, got {d.max_completion_tokens}"
+        )
+    reserved = {
+        "model",
+        "messages",
+        "tools",
+        "temperature",
+        "top_p",
+        "reasoning_effort",
+        "max_completion_tokens",
+        "user",
+        "stream",
+    }
+    for key in sorted(set(d.extra_body) & reserved):
+        p.append(f"decoding.extra_body.{key}: the runner sets it from the declared fields")
+    return p
+
+
+def _arm_specs(design: Design) -> tuple[list[ArmSpec], list[str]]:
+    """Parse the arms, applying the design's split and strictness; one problem per bad arm."""
+    p: list[str] = []
+    specs: list[ArmSpec] = []
+    seen: dict[str, int] = {}
+    if not design.arms:
+        p.append("design.arms: empty; list at least one arm id, e.g. depth:d3")
+    for i, text in enumerate(design.arms):
+        try:
+            spec = parse_arm_id(text)
+        except ArmError as exc:
+            p.append(f"design.arms[{i}]: {exc}")
+            continue
+        if "/" in text:
+            if spec.split != design.split:
+                p.append(
+                    f"design.arms[{i}]: {text} is split {spec.split} but design.split is "
+                    f"{design.split}; drop the suffix, the split is declared once"
+                )
+                continue
+            if spec.strictness != design.strictness:
+                p.append(
+                    f"design.arms[{i}]: {text} is {spec.strictness} but design.strictness is "
+                    f"{design.strictness}; drop the suffix, strictness is declared once"
+                )
+                continue
+        spec = ArmSpec(
+            knob=spec.knob,
+            level=spec.level,
+            control=spec.control,
+            split=design.split,
+            strictness=design.strictness,
+        )
+        aid = arm_id(spec)
+        if aid in seen:
+            p.append(f"design.arms[{i}]: {text} repeats design.arms[{seen[aid]}]; list it once")
+            continue
+        seen[aid] = i
+        specs.append(spec)
+    return specs, p
+
+
+def _key(spec: ArmSpec) -> tuple[str, int, int | None]:
+    """An arm's identity apart from its split and strictness."""
+    return (spec.knob, spec.level, spec.control)
+
+
+def _check_controls(specs: Sequence[ArmSpec]) -> list[str]:
+    """A knob swept over two or more levels needs every control arm of that knob."""
+    p: list[str] = []
+    knobs: dict[str, set[int]] = {}
+    present: set[tuple[str, int, int | None]] = set()
+    for s in specs:
+        present.add(_key(s))
+        if s.control is None:
+            knobs.setdefault(s.knob, set()).add(s.level)
+    for knob, lvls in knobs.items():
+        if len(lvls) < 2:
+            continue
+        need = CONTROL_ARMS[knob]  # type: ignore[index]
+        missing = [c for c in need if _key(parse_arm_id(c)) not in present]
+        if missing:
+            p.append(
+                f"design.arms: a sweep of {knob} needs its control arm(s) {', '.join(need)}; "
+                f"missing {', '.join(missing)} (a knob swept without its control cannot be read)"
+            )
+    return p
+
+
+def _horizon(specs: Sequence[ArmSpec], slack: int) -> tuple[int, str]:
+    deepest = max(specs, key=lambda s: (s.max_turns(slack), arm_id(s)))
+    return deepest.max_turns(slack), arm_id(deepest)
+
+
+def _check_design(
+    design: Design, specs: Sequence[ArmSpec], arms_ok: bool
+) -> tuple[list[int] | None, list[str]]:
+    p: list[str] = []
+    if design.tasks < 1:
+        p.append(f"design.tasks: must be 1 or more, got {design.tasks}")
+    if design.attempts < 1:
+        p.append(f"design.attempts: must be 1 or more, got {design.attempts}")
+    if design.turn_limit < 1:
+        p.append(f"design.turn_limit: must be 1 or more, got {design.turn_limit}")
+    seeds: list[int] | None = None
+    if not design.seed_string.strip():
+        p.append('design.seed_string: empty; the seeds are derived from it (or write "range")')
+    elif design.tasks >= 1:
+        seeds = derive_seeds(design.seed_string, design.tasks)
+        if design.seeds is not None and design.seeds != seeds:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(design.seeds, seeds, strict=False)) if a != b),
+                min(len(design.seeds), len(seeds)),
+            )
+            p.append(
+                f"design.seeds: not derivable from seed_string {design.seed_string!r} with tasks "
+                f"{design.tasks} (first difference at index {first}); remove the list or fix it"
+            )
+        h = seed_list_hash(seeds)
+        if design.seed_list_hash is not None and design.seed_list_hash != h:
+            p.append(
+                f"design.seed_list_hash: {design.seed_list_hash} is not the hash of the derived "
+                f"seed list ({h}); remove it or fix seed_string/tasks"
+            )
+    if design.slack < 0:
+        p.append(f"design.slack: must be 0 or more, got {design.slack}")
+    elif specs and arms_ok:  # a horizon over a partial arm list would mislead
+        horizon, deepest = _horizon(specs, design.slack)
+        if design.horizon != horizon:
+            p.append(
+                f"design.horizon: states {design.horizon} but the arms give {horizon} "
+                f"({deepest}'s max_turns with slack {design.slack}); write horizon: {horizon}"
+            )
+        if design.turn_limit >= 1 and design.turn_limit < horizon:
+            p.append(
+                f"design.turn_limit: {design.turn_limit} is below the horizon {horizon}: it would "
+                f"cut {deepest} short of its turn budget; raise turn_limit or lower slack"
+            )
+    return seeds, p
+
+
+def _check_budget(b: Budget, m: Serving | None) -> list[str]:
+    p: list[str] = []
+    if b.tokens <= 0:
+        p.append(f"budget.tokens: {b.tokens} stops the run before it starts; give a positive cap")
+    if b.wall_clock_s <= 0:
+        p.append(
+            f"budget.wall_clock_s: {b.wall_clock_s:g} stops the run before it starts; "
+            "give a positive number of seconds"
+        )
+    if b.dollars is not None:
+        if b.dollars <= 0:
+            p.append(
+                f"budget.dollars: {b.dollars:g} stops the run before it starts; give a "
+                "positive cap or leave it out"
+            )
+        elif m is not None and m.rates is None:
+            p.append(
+                "budget.dollars: needs model.rates to compute spend; declare the rates or "
+                "leave the dollar cap out"
+            )
+    return p
+
+
+def _check_execution(e: Execution) -> list[str]:
+    p: list[str] = []
+    if e.concurrency < 1:
+        p.append(f"execution.concurrency: must be 1 or more, got {e.concurrency}")
+    if e.max_retries < 0:
+        p.append(f"execution.max_retries: must be 0 or more, got {e.max_retries}")
+    for field in ("backoff_s", "backoff_max_s"):
+        if getattr(e, field) < 0:
+            p.append(f"execution.{field}: must be 0 or more")
+    for field in ("request_timeout_s", "episode_timeout_s"):
+        if getattr(e, field) <= 0:
+            p.append(f"execution.{field}: must be positive")
+    return p
+
+
+def _check_thresholds(t: Thresholds) -> list[str]:
+    p: list[str] = []
+    if not 0.0 <= t.saturation_low < t.saturation_high <= 1.0:
+        p.append("thresholds: need 0 <= saturation_low < saturation_high <= 1")
+    for field in ("resolution", "no_call_max", "instrument_max", "confidence"):
+        if not 0.0 < getattr(t, field) < 1.0:
+            p.append(f"thresholds.{field}: must be in (0, 1), got {getattr(t, field)}")
+    if t.bootstrap_resamples < 1:
+        p.append("thresholds.bootstrap_resamples: must be 1 or more")
+    if t.bootstrap_seed < 0:
+        p.append("thresholds.bootstrap_seed: must be 0 or more")
+    return p
+
+
+def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
+    """The design's resolution: MDD at alpha 0.05 and 80% power under worst-case variance."""
+    from poisson_tasks.calibration.stats import (  # scipy: imported only when a plan is made
+        mdd_binomial_worst_case,
+        minimum_detectable_difference,
+        tasks_needed,
+    )
+
+    mdd_any = minimum_detectable_difference(tasks, attempts)
+    return Resolution(
+        mdd_any=mdd_any,
+        mdd_independent=mdd_binomial_worst_case(tasks),
+        declared=declared,
+        under_powered=mdd_any > declared + 1e-12,
+        tasks_needed_any=tasks_needed(declared, 1.0),
+        tasks_needed_independent=tasks_needed(declared, 0.5),
+    )
+
+
+def validate_preregistration(
+    doc: Mapping[str, Any] | Preregistration, *, source: str | None = None
+) -> Plan:
+    """Validate a pre-registration; raise PreregistrationError with one message per problem."""
+    if isinstance(doc, Preregistration):
+        doc = doc.model_dump(mode="python")
+    if not isinstance(doc, Mapping):
+        raise PreregistrationError(
+            [f"(document): must be a mapping of sections, got {type(doc).__name__}"]
+        )
+    parsed, problems = _parse_sections(doc)
+    serving: Serving | None = parsed.get("model")
+    if serving is not None:
+        problems += _check_serving(serving)
+    if "decoding" in parsed:
+        problems += _check_decoding(parsed["decoding"])
+    specs: list[ArmSpec] = []
+    seeds: list[int] | None = None
+    if "design" in parsed:
+        design: Design = parsed["design"]
+        specs, arm_problems = _arm_specs(design)
+        problems += arm_problems
+        problems += _check_controls(specs)
+        seeds, design_problems = _check_design(design, specs, not arm_problems)
+        problems += design_problems
+    if "budget" in parsed:
+        problems += _check_budget(parsed["budget"], serving)
+    if "execution" in parsed:
+        problems += _check_execution(parsed["execution"])
+    if "thresholds" in parsed:
+        problems += _check_thresholds(parsed["thresholds"])
+    if problems:
+        raise PreregistrationError(problems)
+    assert seeds is not None
+    prereg = Preregistration.model_validate(
+        {**{k: doc[k] for k in ("format", "name", "description") if k in doc}, **parsed}
+    )
+    design = prereg.design
+    horizon, _ = _horizon(specs, design.slack)
+    arms = tuple(arm_id(s) for s in specs)
+    return Plan(
+        preregistration=prereg,
+        preregistration_hash=digest(prereg.model_dump(mode="json")),
+        measurement_hash=digest(prereg.measurement()),
+        arms=arms,
+        seeds=tuple(seeds),
+        seed_list_hash=seed_list_hash(seeds),
+        attempts=design.attempts,
+        episodes=len(arms) * len(seeds) * design.attempts,
+        horizon=horizon,
+        resolution=resolution_of(design.tasks, design.attempts, prereg.thresholds.resolution),
+        source=source,
+    )
+
+
+def load_preregistration(path: str | Path) -> Plan:
+    """Read a pre-registration YAML file (yaml.safe_load) and validate it."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        problem = f"{p}: cannot be read ({exc.strerror}); check the path"
+        raise PreregistrationError([problem]) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        first = str(exc).replace("\n", " ")
+        raise PreregistrationError([f"{p}: not valid YAML: {first}"]) from None
+    if not isinstance(doc, Mapping):
+        raise PreregistrationError([f"{p}: must be a YAML mapping of sections (format, model ...)"])
+    return validate_preregistration(doc, source=str(p))
+
+
+def describe_plan(plan: Plan) -> str:
+    """The plan as validate prints it: arms, seeds and hash, episodes, horizon, resolution."""
+    pr = plan.preregistration
+    r = plan.resolution
+    lines = [
+        f"pre-registration {pr.name} ({plan.source or 'in memory'}): valid",
+        f"  model        {pr.model.provider} {pr.model.model}"
+        + (f" @ {pr.model.revision}" if pr.model.revision else ""),
+        f"  arms         {len(plan.arms)}: {', '.join(plan.arms)}",
+        f"  seeds        {len(plan.seeds)} from {pr.design.seed_string!r}, "
+        f"seed_list_hash {plan.seed_list_hash}",
+        f"  episodes     {plan.episodes} ({len(plan.arms)} arms x {len(plan.seeds)} tasks x "
+        f"{plan.attempts} attempts)",
+        f"  horizon      {plan.horizon} (slack {pr.design.slack}); turn limit "
+        f"{pr.design.turn_limit}",
+        f"  resolution   MDD {r.mdd_any:.3f} for arms of any dependence, {r.mdd_independent:.3f} "
+        f"for independent arms (alpha 0.05, 80% power, worst-case variance); declared "
+        f"{r.declared:.3f}",
+    ]
+    if r.under_powered:
+        lines.append(
+            f"  warning: under-powered: the worst-case MDD {r.mdd_any:.3f} is above the declared "
+            f"resolution {r.declared:.3f}; {r.tasks_needed_any} tasks per arm guarantee it "
+            f"({r.tasks_needed_independent} for independent arms). Pairs with less variance can "
+            "still be called."
+        )
+    b = pr.budget
+    lines.append(
+        f"  budget       {b.tokens:,} tokens, {b.wall_clock_s:g} s per session, "
+        + (f"${b.dollars:g}" if b.dollars is not None else "no dollar cap")
+        + ("" if pr.model.rates else " (no rates declared: dollars are not computed)")
+    )
+    lines.append(f"  concurrency  {pr.execution.concurrency}")
+    lines.append(f"  hash         {plan.preregistration_hash}")
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""The project's own reference endpoint: scripted policies behind an OpenAI-compatible HTTP server.
+
+A reference policy reads a request the way an agent would (the prompt's words, the tools'
+descriptions, the tool answers in the conversation); it never sees a generator or a bundle. Its
+figures are baselines for testing and benchmarking the instrument, never a model's figures.
+"""
+
+from __future__ import annotations
+
+from poisson_tasks.reference.catalogue import POLICY_NAMES, PolicyError, PolicySpec, parse_model
+from poisson_tasks.reference.expected import NoisyRates, noisy_expected, noisy_rates
+from poisson_tasks.reference.flaky import flaky_fault
+from poisson_tasks.reference.policies import ChatRequest, Reply, respond
+from poisson_tasks.reference.server import (
+    ReferenceServer,
+    ReferenceServerError,
+    serve_reference,
+    start_reference_server,
+)
+
+__all__ = [
+    "POLICY_NAMES",
+    "ChatRequest",
+    "NoisyRates",
+    "PolicyError",
+    "PolicySpec",
+    "ReferenceServer",
+    "ReferenceServerError",
+    "Reply",
+    "flaky_fault",
+    "noisy_expected",
+    "noisy_rates",
+    "parse_model",
+    "respond",
+    "serve_reference",
+    "start_reference_server",
+]

@@ -1,0 +1,105 @@
+"""The noisy policy's outcome rates, known analytically from its parameters and the arm's shape.
+
+The noisy policy makes the oracle's m calls (m = the arm's min_calls: d at depth d, 2 + F at
+faults level F, 6 at spread, 4 at shape, 2 elsewhere). At each of those steps it stops with
+s = p_early_stop; otherwise it calls a harmless wrong tool with p_wrong_tool (the step is then taken
+again) or makes the right call. So each model call at a step is a stop with s, a wrong call with
+w = (1-s)p_wrong_tool and the right call with r = (1-s)(1-p_wrong_tool). Once at the goal it
+overshoots with o = p_overshoot when the block offers the stage above the goal (o = 0 otherwise),
+then replies.
+
+Reaching the goal after exactly k wrong calls has probability A_k = C(m-1+k, k) r^m w^k and uses
+m+k model calls. With at most T model calls per episode (an episode whose T-th call still calls a
+tool ends on turn_limit):
+
+    passed      = (1-o) * sum_{k=0}^{T-m-1} A_k
+    overshoot   =   o   * sum_{k=0}^{T-m-2} A_k
+    wrong_state = s * sum_{j=1}^{T} sum_{i=0}^{min(m-1, j-1)} C(j-1, i) r^i w^(j-1-i)
+    turn_limit  = 1 - passed - overshoot - wrong_state
+
+With no cap (T = None) these are passed = (1-o) q^m, overshoot = o q^m, wrong_state = 1 - q^m,
+where q = r / (1 - w) = (1-s)(1-p_wrong_tool) / (1 - (1-s) p_wrong_tool). Strict pass@1 is `passed`;
+leaky pass@1 is passed + overshoot. A collateral mutation cannot happen: the noisy policy's wrong
+calls never touch a record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+from poisson_tasks.arms import ArmSpec, parse_arm_id
+
+
+@dataclass(frozen=True, slots=True)
+class NoisyRates:
+    """The expected share of each outcome for one arm under one noisy parameter set."""
+
+    passed: float
+    overshoot: float
+    wrong_state: float
+    turn_limit: float
+
+    @property
+    def leaky(self) -> float:
+        return self.passed + self.overshoot
+
+    def pass_rate(self, strictness: str = "strict") -> float:
+        """What verify's `passed` means under the arm's strictness."""
+        return self.passed if strictness == "strict" else self.leaky
+
+
+def overshoot_possible(spec: ArmSpec) -> bool:
+    """Whether the arm's block offers the stage above a goal: depth below d8, and shape wider than
+    one record (its four stage tools reach past the goals of w2 and w4). Every other knob's block
+    stops at the goal."""
+    if spec.knob == "depth":
+        return spec.level < 8
+    if spec.knob == "shape":
+        return spec.level > 1
+    return False
+
+
+def noisy_rates(
+    calls: int,
+    can_overshoot: bool,
+    p_wrong_tool: float,
+    p_early_stop: float,
+    p_overshoot: float,
+    max_turns: int | None = None,
+) -> NoisyRates:
+    """The formula of this module's docstring for a task of `calls` oracle calls."""
+    m, s = calls, p_early_stop
+    w = (1 - s) * p_wrong_tool
+    r = (1 - s) * (1 - p_wrong_tool)
+    o = p_overshoot if can_overshoot else 0.0
+    if max_turns is None:
+        q = r / (1 - w) if w < 1 else 0.0
+        reach = q**m
+        stopped = 1 - reach if w < 1 else 0.0
+        return NoisyRates((1 - o) * reach, o * reach, stopped, 1 - reach - stopped)
+
+    def a(k: int) -> float:
+        return comb(m - 1 + k, k) * r**m * w**k
+
+    t = max_turns
+    passed = (1 - o) * sum(a(k) for k in range(max(0, t - m)))
+    over = o * sum(a(k) for k in range(max(0, t - m - 1)))
+    stopped = s * sum(
+        comb(j - 1, i) * r**i * w ** (j - 1 - i) for j in range(1, t + 1) for i in range(min(m, j))
+    )
+    return NoisyRates(passed, over, stopped, max(0.0, 1 - passed - over - stopped))
+
+
+def noisy_expected(
+    arm: ArmSpec | str,
+    p_wrong_tool: float = 0.1,
+    p_early_stop: float = 0.1,
+    p_overshoot: float = 0.1,
+    max_turns: int | None = None,
+) -> NoisyRates:
+    """The noisy policy's expected outcome rates on any task of `arm` (see the module docstring)."""
+    spec = parse_arm_id(arm) if isinstance(arm, str) else arm
+    return noisy_rates(
+        spec.min_calls, overshoot_possible(spec), p_wrong_tool, p_early_stop, p_overshoot, max_turns
+    )

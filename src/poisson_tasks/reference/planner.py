@@ -1,0 +1,217 @@
+"""The oracle's plan: from what the request shows, the next calls toward every goal record's goal.
+
+The plan is recomputed from the whole conversation on every request (no server-side memory), so a
+call answered `unavailable` is simply planned again, and a call that failed for another reason is
+never repeated: the oracle says it is stuck instead of looping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from poisson_tasks.reference.reading import Conversation, TaskReading, ToolBlock, ToolSig
+
+_RETRY_LIMIT = 16  # the most times one call answered `unavailable` is made again
+_OK = "ok"
+_UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call a policy decides to make."""
+
+    name: str
+    arguments: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the oracle does next: read for a hidden code, advance a record, reply, or give up."""
+
+    kind: Literal["read", "stage", "done", "stuck"]
+    calls: tuple[Call, ...] = ()
+    reply: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a goal record stands by the answers so far, and its next stage call's token."""
+
+    stage: int
+    token: str | None
+
+
+def hidden_code(task: TaskReading, conv: Conversation) -> str | None:
+    """The entry code joined from part_i_of_n answers of the named reads, once every piece is in."""
+    pieces: dict[int, dict[int, str]] = {}
+    for a in conv.answers:
+        if a.name in task.code_reads and (part := a.part) is not None:
+            pieces.setdefault(part[1], {})[part[0]] = a.payload
+    for n, got in sorted(pieces.items()):
+        if n > 0 and set(got) == set(range(1, n + 1)):
+            size = task.code_hex // n
+            return "".join(got[i][:size] for i in range(1, n + 1))
+    return None
+
+
+def progress(task: TaskReading, block: ToolBlock, conv: Conversation) -> dict[str, Progress]:
+    """Replay the ok answers of stage calls onto each goal record: its stage and next token."""
+    code = hidden_code(task, conv) if task.code_reads else None
+    out = {
+        g.record_id: Progress(
+            g.start, (task.code_of(g.record_id) or code) if g.start == 0 else None
+        )
+        for g in task.goals
+    }
+    ledgers = {g.record_id: g.ledger for g in task.goals}
+    for a in conv.answers:
+        tool = block.by_name(a.name)
+        rid = (a.arguments or {}).get("record_id")
+        if (
+            tool is not None
+            and tool.kind == "stage"
+            and isinstance(rid, str)
+            and ledgers.get(rid) == tool.ledger
+            and a.status == _OK
+        ):
+            out[rid] = Progress(tool.stage, a.payload)
+    return out
+
+
+def _fill(tool: ToolSig, task: TaskReading, record_id: str, token: str) -> dict[str, str] | None:
+    values = dict(task.values)
+    args: dict[str, str] = {}
+    for p in tool.params:
+        if p == "record_id":
+            args[p] = record_id
+        elif p == "token":
+            args[p] = token
+        elif p in values:
+            args[p] = values[p]
+        else:
+            return None
+    return args
+
+
+def _history(conv: Conversation, call: Call) -> tuple[bool, int]:
+    """Whether this exact call already failed (not as unavailable); how often it was unavailable."""
+    failed, unavailable = False, 0
+    for a in conv.answers:
+        if a.name == call.name and a.arguments == call.arguments:
+            if a.status == _UNAVAILABLE:
+                unavailable += 1
+            elif a.status != _OK and a.part is None:
+                failed = True
+    return failed, unavailable
+
+
+def _guarded(kind: Literal["read", "stage"], calls: list[Call], conv: Conversation) -> Plan:
+    for c in calls:
+        failed, unavailable = _history(conv, c)
+        if failed:
+            return Plan("stuck", reply=f"I cannot finish: {c.name} refused the call I would make.")
+        if unavailable >= _RETRY_LIMIT:
+            return Plan("stuck", reply=f"I cannot finish: {c.name} stays unavailable.")
+    return Plan(kind, tuple(calls))
+
+
+def _read_call(tool: ToolSig, record_id: str) -> Call:
+    return Call(tool.name, {p: f"entry code of {record_id}" for p in tool.params})
+
+
+def _top(block: ToolBlock, ledger: tuple[str, ...], stage: int) -> int:
+    while block.stage_tool(ledger, stage + 1) is not None:
+        stage += 1
+    return stage
+
+
+def plan(
+    task: TaskReading,
+    block: ToolBlock,
+    conv: Conversation,
+    *,
+    parallel: bool = False,
+    to_top: bool = False,
+) -> Plan:
+    """The next calls: reads for a hidden code first, then each goal record's next stage call.
+
+    One call at a time unless `parallel` (then every call that does not wait on another);
+    `to_top` keeps climbing past the goal while the block offers the next stage.
+    """
+    if not task.goals:
+        return Plan("stuck", reply="I cannot find a record to move in the request.")
+    state = progress(task, block, conv)
+    if task.code_reads:  # the request names reads for a code it does not state: call every one
+        answered = {a.name for a in conv.answers if a.status != _UNAVAILABLE}
+        todo = [n for n in task.code_reads if n not in answered]
+        if todo:
+            rid = task.goals[0].record_id
+            reads = [_read_call(t, rid) for n in todo if (t := block.by_name(n)) is not None]
+            return _guarded("read", reads if parallel else reads[:1], conv)
+    calls: list[Call] = []
+    for g in task.goals:
+        now = state[g.record_id]
+        target = _top(block, g.ledger, max(now.stage, g.stage)) if to_top else g.stage
+        if now.stage >= target:
+            continue
+        tool = block.stage_tool(g.ledger, now.stage + 1)
+        if tool is None:
+            return Plan("stuck", reply=f"I cannot finish: no tool moves {g.record_id} further.")
+        if now.token is None:
+            return Plan(
+                "stuck", reply=f"I cannot finish: I do not know the token for {g.record_id}."
+            )
+        args = _fill(tool, task, g.record_id, now.token)
+        if args is None:
+            return Plan(
+                "stuck",
+                reply=f"I cannot finish: the request leaves a value of {tool.name} unstated.",
+            )
+        calls.append(Call(tool.name, args))
+        if not parallel:
+            break
+    if calls:
+        return _guarded("stage", calls, conv)
+    done = ", ".join(f"{g.record_id} at stage {state[g.record_id].stage}" for g in task.goals)
+    return Plan("done", reply=f"Done: record {done}.")
+
+
+def overshoot_call(task: TaskReading, block: ToolBlock, conv: Conversation) -> Call | None:
+    """One stage past the goal for the first goal record the block lets climb, when all stand
+    exactly at their goals (so an overshoot is made at most once)."""
+    state = progress(task, block, conv)
+    if any(state[g.record_id].stage != g.stage for g in task.goals):
+        return None
+    for g in task.goals:
+        tool = block.stage_tool(g.ledger, g.stage + 1)
+        token = state[g.record_id].token
+        if tool is not None and token is not None:
+            args = _fill(tool, task, g.record_id, token)
+            if args is not None:
+                return Call(tool.name, args)
+    return None
+
+
+def wrong_calls(task: TaskReading, block: ToolBlock, conv: Conversation) -> list[Call]:
+    """Harmless wrong calls, in block order: reads the task does not need, and other ledgers'
+    stage tools (their ledger holds no goal record: the engine answers no_record, moves nothing)."""
+    goal_ledgers = {g.ledger for g in task.goals}
+    rid = task.goals[0].record_id if task.goals else "record"
+    token = next(iter(progress(task, block, conv).values()), Progress(0, None)).token or "0" * 12
+    values = dict(task.values)
+    out = []
+    for t in block.tools:
+        if (t.kind == "read" and t.name not in task.code_reads) or (
+            t.kind == "stage" and t.ledger not in goal_ledgers
+        ):
+            args = {
+                p: rid
+                if p in ("record_id", "query")
+                else token
+                if p == "token"
+                else values.get(p, "none")
+                for p in t.params
+            }
+            out.append(Call(t.name, args))
+    return out

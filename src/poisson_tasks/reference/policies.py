@@ -1,0 +1,151 @@
+"""The reference policies: each reads one chat request and returns the assistant's reply.
+
+Pure functions of the request (messages, tool block, `seed`, `user`) and the policy's parameters: a
+noisy draw is a SHA-256 of (seed, user, the task text's digest, the conversation's turn, purpose),
+never the global random, so a test can replay every decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from poisson_tasks.reference.catalogue import PolicySpec
+from poisson_tasks.reference.planner import Call, Plan, overshoot_call, plan, wrong_calls
+from poisson_tasks.reference.reading import (
+    Conversation,
+    TaskReading,
+    ToolBlock,
+    read_block,
+    read_conversation,
+    read_task,
+    task_text,
+)
+
+NO_CALL_REPLY = "I need the record id and its entry code before I can start. Could you send them?"
+EARLY_STOP_REPLY = "I have done what I can for this record."
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """The parts of a chat-completions request a policy reads."""
+
+    messages: Sequence[Mapping[str, Any]]
+    tools_json: str = ""
+    seed: int | None = None
+    user: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The assistant message: text, or tool calls as (name, arguments JSON text) pairs."""
+
+    content: str | None = None
+    calls: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+def draw(*parts: object) -> float:
+    """A uniform number in [0, 1) from SHA-256 of the parts: the policies' only randomness."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    task: TaskReading
+    block: ToolBlock
+    conv: Conversation
+
+    def key(self, request: ChatRequest, purpose: str) -> float:
+        return draw("noisy", request.seed, request.user, self.task.digest, self.conv.turns, purpose)
+
+
+def _see(request: ChatRequest) -> _Seen:
+    block = read_block(request.tools_json)
+    task = read_task(task_text(request.messages), request.tools_json)
+    return _Seen(task, block, read_conversation(request.messages))
+
+
+def _calls(calls: Sequence[Call]) -> Reply:
+    return Reply(calls=tuple((c.name, json.dumps(c.arguments)) for c in calls))
+
+
+def _from_plan(p: Plan) -> Reply:
+    return _calls(p.calls) if p.calls else Reply(content=p.reply)
+
+
+def _oracle(spec: PolicySpec, request: ChatRequest) -> Reply:
+    s = _see(request)
+    return _from_plan(plan(s.task, s.block, s.conv, parallel=spec.get("parallel") >= 1))
+
+
+def _overshoot(spec: PolicySpec, request: ChatRequest) -> Reply:
+    s = _see(request)
+    return _from_plan(plan(s.task, s.block, s.conv, to_top=True))
+
+
+def _noisy(spec: PolicySpec, request: ChatRequest) -> Reply:
+    """At each step the oracle would call: stop with p_early_stop, else call a harmless wrong tool
+    with p_wrong_tool, else make the oracle's call. At the goal: overshoot once with p_overshoot."""
+    s = _see(request)
+    p = plan(s.task, s.block, s.conv)
+    if p.kind in ("read", "stage"):
+        if s.key(request, "stop") < spec.get("p_early_stop"):
+            return Reply(content=EARLY_STOP_REPLY)
+        if s.key(request, "wrong") < spec.get("p_wrong_tool"):
+            wrong = wrong_calls(s.task, s.block, s.conv)
+            if wrong:
+                return _calls([wrong[int(s.key(request, "which") * len(wrong))]])
+        return _calls(p.calls[:1])
+    if p.kind == "done":
+        over = overshoot_call(s.task, s.block, s.conv)
+        if over is not None and s.key(request, "overshoot") < spec.get("p_overshoot"):
+            return _calls([over])
+    return Reply(content=p.reply)
+
+
+def _no_call(spec: PolicySpec, request: ChatRequest) -> Reply:
+    return Reply(content=NO_CALL_REPLY)
+
+
+def text_call(call: tuple[str, str]) -> str:
+    """A tool call written as plain text, in the hermes <tool_call> form a parser would miss."""
+    body = json.dumps({"name": call[0], "arguments": json.loads(call[1])})
+    return f"<tool_call>\n{body}\n</tool_call>"
+
+
+def _text_call(spec: PolicySpec, request: ChatRequest) -> Reply:
+    reply = _oracle(spec, request)
+    return Reply(content=text_call(reply.calls[0])) if reply.calls else reply
+
+
+def garble(arguments: str) -> str:
+    """Arguments JSON cut off mid-object: what a model that returns garbage tool-call JSON sends."""
+    return arguments[:-1] + ', "'
+
+
+def _garbage(spec: PolicySpec, request: ChatRequest) -> Reply:
+    s = _see(request)
+    reply = _from_plan(plan(s.task, s.block, s.conv))
+    if reply.calls and s.key(request, "garbage") < spec.get("p_garbage"):
+        return Reply(calls=tuple((n, garble(a)) for n, a in reply.calls))
+    return reply
+
+
+_POLICY_FUNCTIONS = {
+    "oracle": _oracle,
+    "noisy": _noisy,
+    "overshoot": _overshoot,
+    "no-call": _no_call,
+    "text-call": _text_call,
+    "garbage": _garbage,
+    "flaky": _oracle,  # its faults are the server's: HTTP errors and delays, not the reply
+}
+
+
+def respond(spec: PolicySpec, request: ChatRequest) -> Reply:
+    """The reply of policy `spec` to `request`."""
+    return _POLICY_FUNCTIONS[spec.name](spec, request)

@@ -1,0 +1,146 @@
+"""The OpenAI chat-completions wire format of the reference endpoint: completions, usage, errors.
+
+Token counts use the pinned tokenizer (tokens.count_tokens) over a fixed rendering of the request
+and the reply, so the same request always reports the same usage:
+
+- prompt_tokens: the tool block as sorted-key JSON, plus each message rendered as "role: text" (its
+  tool calls appended as JSON) with 4 tokens of framing each, plus 3 for the reply's priming;
+- cached_tokens: the part of that prompt before the conversation's last assistant message, which is
+  what a prefix cache holding the previous turn would serve (0 when there is no assistant message);
+- completion_tokens: the reply rendered the same way, plus the policy's reasoning_tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from poisson_tasks import __version__
+from poisson_tasks.reference.catalogue import PolicySpec
+from poisson_tasks.reference.policies import Reply
+from poisson_tasks.reference.reading import content_text
+from poisson_tasks.tokens import count_tokens
+
+SERVER_NAME = "poisson-tasks-reference"
+CREATED = 1767225600  # 2026-01-01T00:00:00Z: fixed, so a response is a function of its request
+MESSAGE_FRAMING = 4
+REPLY_PRIMING = 3
+
+
+def _count(text: str) -> int:
+    try:
+        return count_tokens(text)
+    except ValueError:  # a special-token look-alike such as <|endoftext|>: count it as plain text
+        return count_tokens(text.replace("<|", "< |"))
+
+
+@lru_cache(maxsize=8192)
+def tokens_of(text: str) -> int:
+    """Tokens of `text`, counting special-token look-alikes as plain text."""
+    return _count(text)
+
+
+def render_message(message: Mapping[str, Any]) -> str:
+    """A message as counted: 'role: text', its tool calls appended as JSON."""
+    content = message.get("content")
+    text = content if isinstance(content, str) else content_text(content)
+    calls = message.get("tool_calls")
+    head = f"{message.get('role', '')}: {text}"
+    return head + orjson.dumps(calls).decode() if calls else head
+
+
+@lru_cache(maxsize=256)
+def block_tokens(tools_json: str) -> int:
+    """Tokens of a tool block's JSON (its own small cache: a 258-tool block is ~80 KB of text)."""
+    return _count(tools_json) if tools_json else 0
+
+
+def prompt_usage(messages: Sequence[Mapping[str, Any]], tools_json: str) -> tuple[int, int]:
+    """(prompt_tokens, cached_tokens) of a request."""
+    counts = [tokens_of(render_message(m)) + MESSAGE_FRAMING for m in messages]
+    head = block_tokens(tools_json)
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+    cached = head + sum(counts[:last]) if last is not None else 0
+    return head + sum(counts) + REPLY_PRIMING, cached
+
+
+def render_reply(reply: Reply) -> str:
+    if reply.content is not None:
+        return reply.content
+    return "\n".join(f"{name}({arguments})" for name, arguments in reply.calls)
+
+
+def _cut(text: str, limit: int) -> str:
+    """The longest prefix of `text` within `limit` tokens (by bisection on characters)."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tokens_of(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
+def completion(
+    spec: PolicySpec,
+    request: Mapping[str, Any],
+    reply: Reply,
+    body_digest: str,
+    tools_json: str,
+) -> dict[str, Any]:
+    """The chat.completion object for `reply`, with usage; cut to finish_reason 'length' when the
+    request's max_completion_tokens (or max_tokens) is smaller than the reply."""
+    reasoning = int(spec.get("reasoning_tokens"))
+    text = render_reply(reply)
+    produced = reasoning + tokens_of(text)
+    limit = request.get("max_completion_tokens") or request.get("max_tokens")
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if isinstance(limit, int) and produced > limit:
+        cut = _cut(text, max(0, limit - reasoning))
+        reasoning = min(reasoning, limit)
+        produced = reasoning + tokens_of(cut)
+        message["content"], finish = cut, "length"
+    elif reply.calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{body_digest[:16]}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            for i, (name, arguments) in enumerate(reply.calls)
+        ]
+        finish = "tool_calls"
+    else:
+        finish = "stop"
+    messages = request.get("messages") or []
+    prompt, cached = prompt_usage(messages, tools_json)
+    return {
+        "id": f"chatcmpl-ref-{body_digest[:24]}",
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": spec.model,
+        "system_fingerprint": f"ref-{__version__}-{spec.name}",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": produced,
+            "total_tokens": prompt + produced,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        },
+    }
+
+
+def error_body(message: str, kind: str, code: str | None = None, param: str | None = None) -> bytes:
+    """OpenAI's error object: {"error": {"message", "type", "param", "code"}}."""
+    return orjson.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
+
+
+def body_digest(body: bytes) -> str:
+    """BLAKE2b-128 of the request body's bytes: the response id and the flaky draw's key."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()

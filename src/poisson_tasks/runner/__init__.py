@@ -1,0 +1,11 @@
+"""The runner: a pre-registered study run against a model endpoint into a run folder.
+
+`run_preregistration(path_or_plan, out_dir, resume=False) -> RunSummary` is the entry point the CLI
+(`poisson-tasks run`) and calibration.run_arm call; `run_plan` is its async form.
+"""
+
+from __future__ import annotations
+
+from poisson_tasks.runner.run import RunSummary, run_plan, run_preregistration, summary_lines
+
+__all__ = ["RunSummary", "run_plan", "run_preregistration", "summary_lines"]

@@ -1,0 +1,247 @@
+"""One episode: the model sees the task's messages and tool block, nothing else, until it replies.
+
+Each tool call is answered with the engine's 52-byte line (domain.engine.apply on bundle.engine).
+The episode ends on a reply without tool calls, on the turn limit (scored turn_limit), or on an
+instrument failure (api_error, wall_timeout). The verdict comes from verifier.verify, and the
+runner's own observations are compared with the verdict's replay (a difference is replay_mismatch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from poisson_tasks.bundle import TaskBundle, ToolCall
+from poisson_tasks.domain.engine import apply, initial_state
+from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
+from poisson_tasks.runner.endpoint import CallFailed, Endpoint, Reply
+from poisson_tasks.runner.textcalls import looks_like_tool_call
+from poisson_tasks.verifier import FormatReport, Outcome, verify
+
+Slot = tuple[str, int, int]  # (arm_id, seed, attempt)
+
+
+def user_tag(slot: Slot) -> str:
+    """The request's `user` field: "<arm>|<seed>|<attempt>" (the reference policies seed on it)."""
+    return f"{slot[0]}|{slot[1]}|{slot[2]}"
+
+
+@dataclass(slots=True)
+class Trace:
+    """What the episode has seen so far; held by the caller so a cut-off episode keeps its spend."""
+
+    messages: list[dict[str, Any]]
+    opening: int
+    request_sizes: list[int] = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
+    turns: list[list[ToolCall]] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    text_calls: list[str] = field(default_factory=list)
+    retries: int = 0
+    model_s: float = 0.0
+    call_started: float | None = None
+
+    @classmethod
+    def start(cls, bundle: TaskBundle) -> Trace:
+        opening = bundle.messages()
+        return cls(messages=opening, opening=len(opening))
+
+    def close_call(self) -> None:
+        """Count a call cut short (by the episode's timeout) as time spent waiting on the model."""
+        if self.call_started is not None:
+            self.model_s += time.perf_counter() - self.call_started
+            self.call_started = None
+
+
+def _sum(values: Sequence[int | float | None]) -> Any:
+    """A total over responses, or None when any response did not report the figure."""
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
+
+
+def _detail(usage: dict[str, Any] | None, part: str, key: str) -> int | None:
+    if usage is None:
+        return None
+    d = usage.get(part)
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, int) else None
+
+
+def _field(usage: dict[str, Any] | None, key: str) -> Any:
+    v = usage.get(key) if usage is not None else None
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _uncached(usage: dict[str, Any] | None) -> int | None:
+    """The provider's prompt tokens less the cached ones (all of them when none are reported)."""
+    prompt = _field(usage, "prompt_tokens")
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    if not isinstance(prompt, int):
+        return None
+    return prompt - cached if cached is not None else prompt
+
+
+def episode_usage(replies: Sequence[Reply]) -> Usage:
+    """Usage as the provider reported it on each response, summed; never estimated.
+
+    Run-folder convention: prompt_tokens is the uncached input, cached_input_tokens the cached
+    input (None where the provider reports no cache figure), completion_tokens holds reasoning.
+    """
+    us = [r.usage for r in replies]
+    costs = [_field(u, "cost") for u in us]
+    return Usage(
+        prompt_tokens=_sum([_uncached(u) for u in us]),
+        cached_input_tokens=_sum(
+            [_detail(u, "prompt_tokens_details", "cached_tokens") for u in us]
+        ),
+        completion_tokens=_sum([_field(u, "completion_tokens") for u in us]),
+        reasoning_tokens=_sum(
+            [_detail(u, "completion_tokens_details", "reasoning_tokens") for u in us]
+        ),
+        provider_cost_usd=float(sum(c for c in costs if c is not None))
+        if any(c is not None for c in costs)
+        else None,
+    )
+
+
+def _transcript(trace: Trace, user: str) -> dict[str, Any]:
+    return {
+        "user": user,
+        "messages": trace.messages,
+        "opening_messages": trace.opening,
+        "request_messages": trace.request_sizes,
+        "responses": [r.raw for r in trace.replies],
+        "response_seconds": [round(r.seconds, 6) for r in trace.replies],
+        "response_retries": [r.retries for r in trace.replies],
+        "tool_calls": [[c.model_dump() for c in turn] for turn in trace.turns],
+        "observations": trace.observations,
+        "text_calls": trace.text_calls,
+        "retries": trace.retries,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeContext:
+    """What every episode of a session shares."""
+
+    endpoint: Endpoint
+    turn_limit: int
+    timeout_s: float
+    session: int
+    resumed: bool
+
+
+async def _loop(bundle: TaskBundle, ctx: EpisodeContext, trace: Trace, user: str) -> bool:
+    """The model-call loop; returns True when it hit the turn limit."""
+    state = initial_state(bundle.engine)
+    for _ in range(ctx.turn_limit):
+        trace.request_sizes.append(len(trace.messages))
+        trace.call_started = time.perf_counter()
+        try:
+            reply = await ctx.endpoint.complete(trace.messages, bundle.tools, user)
+        except CallFailed as exc:
+            trace.retries += exc.retries
+            trace.model_s += exc.seconds
+            trace.call_started = None
+            raise
+        trace.call_started = None
+        trace.replies.append(reply)
+        trace.retries += reply.retries
+        trace.model_s += reply.seconds
+        if not reply.tool_calls:
+            trace.messages.append({"role": "assistant", "content": reply.content})
+            if looks_like_tool_call(reply.content):
+                trace.text_calls.append(reply.content or "")
+            return False
+        trace.messages.append(
+            {"role": "assistant", "content": reply.content, "tool_calls": reply.wire_calls}
+        )
+        trace.turns.append(reply.tool_calls)
+        for wire, call in zip(reply.wire_calls, reply.tool_calls, strict=True):
+            state, line = apply(bundle.engine, state, call.name, call.arguments)
+            trace.observations.append(line)
+            trace.messages.append({"role": "tool", "tool_call_id": wire["id"], "content": line})
+    return True
+
+
+async def run_episode(
+    bundle: TaskBundle,
+    slot: Slot,
+    ctx: EpisodeContext,
+    setup_s: float,
+    trace: Trace | None = None,
+) -> EpisodeLine:
+    """Run one episode to its end and return its line; OutOfCredit and EndpointError propagate
+    (and cancellation), leaving what was spent in `trace`."""
+    user = user_tag(slot)
+    start = time.perf_counter()
+    trace = trace if trace is not None else Trace.start(bundle)
+    error: str | None = None
+    instrument: Outcome | None = None
+    hit_limit = False
+    try:
+        async with asyncio.timeout(ctx.timeout_s):
+            hit_limit = await _loop(bundle, ctx, trace, user)
+    except CallFailed as exc:
+        instrument, error = "api_error", exc.detail
+    except TimeoutError:
+        trace.close_call()
+        instrument, error = "wall_timeout", f"the episode ran past {ctx.timeout_s:g} s"
+    fmt = FormatReport(unparsed_calls=len(trace.text_calls))
+    verdict = (
+        verify(
+            bundle, trace.turns, ended_with_reply=not hit_limit, turn_limit_hit=hit_limit, fmt=fmt
+        )
+        if instrument is None
+        else None
+    )
+    outcome: Outcome
+    if verdict is None:
+        assert instrument is not None
+        outcome = instrument
+    elif verdict.outcome != "verifier_error" and verdict.observations != trace.observations:
+        outcome, error = (
+            "replay_mismatch",
+            (
+                f"the verifier's replay differs from the runner's observations "
+                f"(verdict was {verdict.outcome})"
+            ),
+        )
+    else:
+        outcome = verdict.outcome
+        error = verdict.detail or None
+    scored = verdict is not None and outcome == verdict.outcome
+    episode_s = time.perf_counter() - start
+    return EpisodeLine(
+        arm_id=slot[0],
+        seed=slot[1],
+        attempt=slot[2],
+        task_id=bundle.task_id,
+        session=ctx.session,
+        resumed=ctx.resumed,
+        outcome=outcome,
+        strict_label=verdict.strict_label if scored and verdict is not None else outcome,
+        leaky_pass=bool(scored and verdict is not None and verdict.leaky_pass),
+        passed=bool(scored and verdict is not None and verdict.passed),
+        malformed_clause=verdict.malformed_clause if scored and verdict is not None else None,
+        min_calls=bundle.min_calls,
+        tool_calls=sum(len(t) for t in trace.turns),
+        model_calls=len(trace.replies),
+        goal_stages=list(verdict.goal_stages) if verdict is not None else [],
+        usage=episode_usage(trace.replies),
+        timing=Timing(
+            episode_s=episode_s,
+            model_s=trace.model_s,
+            harness_s=max(0.0, episode_s - trace.model_s),
+            setup_s=setup_s,
+        ),
+        system_fingerprints=[r.fingerprint or "" for r in trace.replies],
+        finish_reasons=[r.finish_reason for r in trace.replies],
+        unparsed_text_calls=len(trace.text_calls),
+        error=ctx.endpoint.redact(error) if error else None,
+        transcript=_transcript(trace, user),
+    )

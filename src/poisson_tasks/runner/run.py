@@ -1,0 +1,425 @@
+"""run_preregistration: a validated plan run against its endpoint into a run folder.
+
+Order of work: validate, check every arm generates, check a resumed folder belongs to this study
+(writes nothing), read the API key from its variable, start the reference endpoint in-process when
+the provider is `reference` without a base_url, preflight the endpoint (reachable, key accepted,
+model served), and only then create or open the folder. Episodes run concurrently, bounded by the
+declared concurrency, arm by arm in plan order, so a stopped run leaves whole cells behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from poisson_tasks.bundle import TaskBundle
+from poisson_tasks.errors import EndpointError, PoissonError
+from poisson_tasks.generator import generate
+from poisson_tasks.prereg import Plan, load_preregistration
+from poisson_tasks.runfolder import EpisodeLine, StopReason, Usage
+from poisson_tasks.runner.budget import Limits
+from poisson_tasks.runner.endpoint import Counters, Endpoint, OutOfCredit
+from poisson_tasks.runner.episode import EpisodeContext, Slot, Trace, episode_usage, run_episode
+from poisson_tasks.runner.folder import RunFolder
+from poisson_tasks.runner.progress import Progress
+from poisson_tasks.runner.provenance import serving_details
+from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
+
+
+class RunSummary(BaseModel):
+    """What one session of a run did, and where the folder stands after it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    folder: str
+    session: int
+    stop_reason: StopReason
+    detail: str | None = None
+    planned: int = Field(description="episodes the plan holds (slots)")
+    scored: int = Field(description="slots with a scored line, whole folder")
+    written: int = Field(description="lines this session wrote")
+    outcomes: dict[str, int] = Field(description="this session's lines by outcome")
+    passed: int = Field(description="this session's strict passes")
+    malformed_clause1: int = Field(description="this session's malformed calls on clause 1")
+    no_tool_call: int = Field(description="this session's scored episodes with no tool call")
+    instrument: int = Field(description="this session's instrument failures")
+    abandoned: int = Field(description="episodes cut off in flight by a stop (not written)")
+    retries: int
+    tokens: int = Field(description="tokens over the whole folder")
+    dollars: float | None = Field(description="spend over the whole folder; None without rates")
+    seconds: float
+    incomplete_arms: list[str]
+    no_call_max: float = 0.10
+
+    @property
+    def pending(self) -> int:
+        return self.planned - self.scored
+
+    @property
+    def complete(self) -> bool:
+        return self.pending == 0
+
+    @property
+    def scored_this_session(self) -> int:
+        return self.written - self.instrument
+
+    @property
+    def format_alarm(self) -> bool:
+        """More than the no-call share of this session's scored episodes broke format clause 1
+        (tool-call arguments that are not JSON, or calls written as text): the model's result is
+        recorded, but the run says so loudly, since it usually means a serving parser problem."""
+        n = self.scored_this_session
+        return n > 0 and self.malformed_clause1 > self.no_call_max * n
+
+
+class _Tasks:
+    """Bundles for the slots in flight: generated once per task, dropped after its last attempt."""
+
+    def __init__(self, slots: list[Slot]) -> None:
+        self._left = Counter((a, s) for a, s, _ in slots)
+        self._cache: dict[tuple[str, int], TaskBundle] = {}
+
+    def take(self, slot: Slot) -> TaskBundle:
+        key = (slot[0], slot[1])
+        bundle = self._cache.get(key)
+        if bundle is None:
+            bundle = generate(slot[0], slot[1], pins=False)
+            self._cache[key] = bundle
+        return bundle
+
+    def release(self, slot: Slot) -> None:
+        key = (slot[0], slot[1])
+        self._left[key] -= 1
+        if self._left[key] <= 0:
+            self._cache.pop(key, None)
+
+
+class _Session:
+    """One session's run loop: workers, limits, stop, and the tally the summary reports."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        folder: RunFolder,
+        endpoint: Endpoint,
+        limits: Limits,
+        progress: Progress,
+        pending: list[Slot],
+    ) -> None:
+        pr = plan.preregistration
+        self.plan = plan
+        self.folder = folder
+        self.endpoint = endpoint
+        self.limits = limits
+        self.progress = progress
+        self.pending = pending
+        self.tasks = _Tasks(pending)
+        self.ctx = EpisodeContext(
+            endpoint=endpoint,
+            turn_limit=pr.design.turn_limit,
+            timeout_s=pr.execution.episode_timeout_s,
+            session=folder.session.index,
+            resumed=folder.session.index > 0,
+        )
+        self.stop_reason: StopReason | None = None
+        self.detail: str | None = None
+        self.fatal: PoissonError | None = None
+        self.crash: Exception | None = None
+        self.outcomes: Counter[str] = Counter()
+        self.passed = 0
+        self.clause1 = 0
+        self.no_call = 0
+        self.instrument = 0
+        self.abandoned = 0
+        self.abandoned_usage = Usage()
+        self._slots = iter(pending)
+        self._workers: list[asyncio.Task[None]] = []
+
+    def _stop(self, reason: StopReason, detail: str | None = None, hard: bool = False) -> None:
+        if self.stop_reason is None:
+            self.stop_reason, self.detail = reason, detail
+        if hard:
+            current = asyncio.current_task()
+            for w in self._workers:
+                if w is not current:
+                    w.cancel()
+
+    def _abandon(self, trace: Trace) -> None:
+        self.abandoned += 1
+        u = episode_usage(trace.replies) if trace.replies else Usage()
+        a = self.abandoned_usage
+        self.abandoned_usage = Usage(
+            prompt_tokens=(a.prompt_tokens or 0) + (u.prompt_tokens or 0),
+            cached_input_tokens=(a.cached_input_tokens or 0) + (u.cached_input_tokens or 0),
+            completion_tokens=(a.completion_tokens or 0) + (u.completion_tokens or 0),
+            reasoning_tokens=(a.reasoning_tokens or 0) + (u.reasoning_tokens or 0),
+        )
+        self.limits.spend.add(u)
+
+    def _tally(self, line: EpisodeLine) -> None:
+        self.outcomes[line.outcome] += 1
+        p = self.progress
+        p.done += 1
+        if line.outcome in INSTRUMENT_OUTCOMES:
+            self.instrument += 1
+            p.instrument += 1
+        else:
+            p.scored += 1
+            self.passed += line.passed
+            p.passed += line.passed
+            self.clause1 += line.malformed_clause == 1
+            self.no_call += line.tool_calls == 0
+        p.tokens = self.limits.spend.tokens
+        p.dollars = self.limits.spend.dollars(self.limits.rates)
+        p.refresh()
+
+    async def _worker(self) -> None:
+        try:
+            await self._work()
+        except Exception as exc:  # a bug, not the model or the endpoint: stop and show it
+            if self.crash is None:
+                self.crash = exc
+            self._stop("interrupted", f"the runner failed: {type(exc).__name__}: {exc}", hard=True)
+
+    async def _work(self) -> None:
+        while self.stop_reason is None:
+            reason = self.limits.exhausted()
+            if reason is not None:
+                self._stop(reason, hard=reason == "wall_clock")
+                return
+            slot = next(self._slots, None)
+            if slot is None:
+                return
+            t0 = time.perf_counter()
+            bundle = self.tasks.take(slot)
+            trace = Trace.start(bundle)
+            setup_s = time.perf_counter() - t0
+            self.progress.in_flight += 1
+            try:
+                line = await run_episode(bundle, slot, self.ctx, setup_s, trace)
+            except OutOfCredit as exc:
+                self._abandon(trace)
+                self._stop("out_of_credit", str(exc), hard=True)
+                return
+            except EndpointError as exc:
+                self._abandon(trace)
+                self.fatal = exc
+                self._stop("interrupted", str(exc), hard=True)
+                return
+            except asyncio.CancelledError:
+                self._abandon(trace)
+                raise
+            finally:
+                self.progress.in_flight -= 1
+                self.tasks.release(slot)
+            # A paid episode is recorded even when a stop cancels this worker mid-write.
+            write = asyncio.ensure_future(self.folder.write([line]))  # counts its usage too
+            try:
+                await asyncio.shield(write)
+            finally:
+                if not write.done():
+                    await write
+                self._tally(line)
+
+    async def _watchdog(self) -> None:
+        await asyncio.sleep(max(0.0, self.limits.seconds_left()))
+        self._stop("wall_clock", hard=True)
+
+    async def run(self) -> None:
+        concurrency = self.plan.preregistration.execution.concurrency
+        self._workers = [asyncio.create_task(self._worker()) for _ in range(concurrency)]
+        watchdog = asyncio.create_task(self._watchdog())
+        try:
+            results = await asyncio.gather(*self._workers, return_exceptions=True)
+        except asyncio.CancelledError:  # Ctrl-C: let every worker record what it abandons
+            for w in self._workers:
+                w.cancel()
+            await asyncio.gather(*self._workers, return_exceptions=True)
+            raise
+        finally:
+            watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watchdog
+        for r in results:
+            if isinstance(r, Exception) and self.crash is None:
+                self.crash = r
+                self._stop("interrupted", f"the runner failed: {type(r).__name__}: {r}")
+        if self.stop_reason is None:
+            self.stop_reason = "complete" if next(self._slots, None) is None else "interrupted"
+
+
+def _api_key(plan: Plan) -> str | None:
+    env = plan.preregistration.model.api_key_env
+    if env is None:
+        return None
+    value = os.environ.get(env)
+    if not value:
+        raise EndpointError(
+            f"model.api_key_env names {env}, which is not set: export {env}=<your key>"
+        )
+    return value
+
+
+def _check_arms(plan: Plan) -> None:
+    """Every arm generates (a knob without a generator in this build stops the run up front)."""
+    for arm in plan.arms:
+        generate(arm, plan.seeds[0], pins=False)
+
+
+async def run_plan(
+    plan: Plan, out_dir: Path | str, resume: bool = False, *, show_progress: bool | None = None
+) -> RunSummary:
+    """The async form of run_preregistration (for callers already inside an event loop)."""
+    from poisson_tasks.reference import start_reference_server
+
+    path = Path(out_dir)
+    pr = plan.preregistration
+    _check_arms(plan)
+    checked = RunFolder.check_resumable(path, plan) if resume else None
+    key = _api_key(plan)
+    server = None
+    base_url = pr.model.resolved_base_url
+    if pr.model.provider == "reference" and base_url is None:
+        from poisson_tasks.tokens import count_tokens
+
+        count_tokens("warm")  # the server thread counts tokens: load the tables before the clock
+        server = start_reference_server("127.0.0.1", 0, api_key=key)
+        base_url = server.base_url
+    if base_url is None:  # validate_preregistration requires one for every other provider
+        raise EndpointError("model.base_url: required for this provider")
+    endpoint: Endpoint | None = None
+    try:
+        serving = await serving_details(pr.model, base_url, key)
+        if server is not None:
+            serving["in_process"] = True
+        folder = (
+            RunFolder.resume(path, plan, serving, checked)
+            if checked is not None
+            else RunFolder.create(path, plan, serving)
+        )
+        pending = [s for s in plan.slots() if s not in folder.state.scored]
+        counters = Counters()
+        progress = Progress(
+            len(pending),
+            token_cap=pr.budget.tokens,
+            dollar_cap=pr.budget.dollars,
+            enabled=show_progress,
+        )
+        endpoint = Endpoint(
+            base_url=base_url,
+            api_key=key,
+            model=pr.model.model,
+            decoding=pr.decoding,
+            execution=pr.execution,
+            counters=counters,
+            on_retry=progress.retry,
+        )
+        limits = Limits(pr.budget, pr.model.rates, folder.state.spend)
+        session = _Session(plan, folder, endpoint, limits, progress, pending)
+        started = time.perf_counter()
+        folder.open_writer()
+        stop: StopReason = "interrupted"
+        detail: str | None = "the session was interrupted"
+        try:
+            with progress:
+                await session.run()
+            stop, detail = session.stop_reason or "interrupted", session.detail
+        finally:
+            folder.session.abandoned = session.abandoned
+            folder.session.abandoned_usage = session.abandoned_usage
+            folder.close(stop, detail)
+        if session.fatal is not None:
+            raise session.fatal
+        if session.crash is not None:
+            raise session.crash
+        return _summary(plan, folder, session, counters, time.perf_counter() - started)
+    finally:
+        if endpoint is not None:
+            await endpoint.close()
+        if server is not None:
+            server.close()
+
+
+def _summary(
+    plan: Plan, folder: RunFolder, session: _Session, counters: Counters, seconds: float
+) -> RunSummary:
+    scored = folder.state.scored
+    incomplete = sorted(
+        {a for a, s, k in plan.slots() if (a, s, k) not in scored}, key=plan.arms.index
+    )
+    pr = plan.preregistration
+    return RunSummary(
+        folder=str(folder.path),
+        session=folder.session.index,
+        stop_reason=folder.session.stop_reason,
+        detail=folder.session.detail,
+        planned=plan.episodes,
+        scored=len(scored),
+        written=folder.session.episodes_written,
+        outcomes=dict(sorted(session.outcomes.items())),
+        passed=session.passed,
+        malformed_clause1=session.clause1,
+        no_tool_call=session.no_call,
+        instrument=session.instrument,
+        abandoned=session.abandoned,
+        retries=counters.retries,
+        tokens=folder.state.spend.tokens,
+        dollars=folder.state.spend.dollars(pr.model.rates),
+        seconds=seconds,
+        incomplete_arms=incomplete,
+        no_call_max=pr.thresholds.no_call_max,
+    )
+
+
+def run_preregistration(
+    path_or_plan: str | Path | Plan,
+    out_dir: str | Path,
+    resume: bool = False,
+    *,
+    show_progress: bool | None = None,
+) -> RunSummary:
+    """Run a pre-registration (a YAML path or a validated Plan) into `out_dir`.
+
+    resume=True continues the run folder at `out_dir`: the same tasks, each with its full number
+    of attempts, none run twice (see runfolder.py on slots). Raises PreregistrationError,
+    RunFolderError or EndpointError with one line naming the fix; the folder is never corrupted.
+    """
+    plan = path_or_plan if isinstance(path_or_plan, Plan) else load_preregistration(path_or_plan)
+    return asyncio.run(run_plan(plan, out_dir, resume, show_progress=show_progress))
+
+
+def summary_lines(summary: RunSummary) -> list[str]:
+    """The summary as the CLI prints it."""
+    s = summary
+    rate = f"{s.passed / s.scored_this_session:.3f}" if s.scored_this_session else "-"
+    spend = f", ${s.dollars:.4f}" if s.dollars is not None else ""
+    lines = [
+        f"run {s.folder} session {s.session}: {s.stop_reason}"
+        + (f" ({s.detail})" if s.detail else ""),
+        f"  episodes   {s.written} written this session ({s.instrument} instrument failures, "
+        f"{s.abandoned} abandoned in flight); {s.scored}/{s.planned} slots scored",
+        f"  strict     {s.passed}/{s.scored_this_session} passed ({rate}); "
+        f"{s.no_tool_call} with no tool call; {s.retries} retries",
+        f"  spend      {s.tokens:,} tokens{spend}; {s.seconds:.1f} s",
+    ]
+    if s.incomplete_arms:
+        lines.append(
+            f"  incomplete {', '.join(s.incomplete_arms)}; continue with --resume {s.folder}"
+        )
+    return lines
+
+
+def as_dict(summary: RunSummary) -> dict[str, Any]:
+    return {
+        **summary.model_dump(mode="json"),
+        "pending": summary.pending,
+        "complete": summary.complete,
+        "format_alarm": summary.format_alarm,
+    }

@@ -1,0 +1,38 @@
+"""The docs' example cards are current, and python.md's card walk-through runs as written."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from synthetic_runs import example_run
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+_spec = importlib.util.spec_from_file_location(
+    "render_card_examples", ROOT / "scripts" / "render_card_examples.py"
+)
+assert _spec and _spec.loader
+examples = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(examples)
+
+
+def test_card_examples_are_current() -> None:
+    found = 0
+    for path in sorted(DOCS.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        found += len(examples.BLOCK.findall(text))
+        assert examples.refreshed(text) == text, f"{path.name}: run scripts/render_card_examples.py"
+    assert found >= 2
+
+
+def test_python_md_card_walkthrough_runs(tmp_path: Path) -> None:
+    text = (DOCS / "python.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", text, re.S)
+    assert block is not None
+    run = example_run(tmp_path / "run")
+    code = block.group(1).replace('Path("runs/my-study")', f"Path({str(run)!r})")
+    assert str(run) in code
+    exec(compile(code, "python.md", "exec"), {})
+    assert (run / "card" / "card.json").is_file() and (run / "card" / "card.md").is_file()

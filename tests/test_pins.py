@@ -1,0 +1,759 @@
+"""The pin ledger: every row measured or unmeasured, sweeps that hold, breaks that refuse."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id, levels
+from poisson_tasks.bundle import PromptParts, TaskBundle
+from poisson_tasks.cli import app
+from poisson_tasks.domain.engine import LINE_BYTES
+from poisson_tasks.domain.ledger import EngineConfig, FaultPlan, ToolBinding
+from poisson_tasks.generator import generate
+from poisson_tasks.generator.assemble import BUILDERS
+from poisson_tasks.generator.draft import history_tokens
+from poisson_tasks.pins import (
+    BY_ID,
+    ROW_IDS,
+    ROWS,
+    PinError,
+    PinReport,
+    check_pins,
+    check_plan,
+    measure_pins,
+    parse_seeds,
+    pin_targets,
+    views,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+THIRTY = tuple(f"N{i}" for i in (*range(1, 14), *range(19, 36)))
+REFUSING = (
+    "N1",
+    "N2",
+    "N3",
+    "N4",
+    "N6",
+    "N7",
+    "N8",
+    "N9",
+    "N11",
+    "N12",
+    *(f"N{i}" for i in range(19, 36) if i not in (29, 33)),
+    "N29",
+    "N33",
+)
+FAST_SEEDS = range(3)
+Bundles = dict[str, TaskBundle]
+
+
+def contrast(knob: str, seed: int = 0, only: tuple[str, ...] | None = None) -> Bundles:
+    """Every arm of `knob` (levels and controls) at `seed`, or just the arm ids in `only`."""
+    ids = list(only) if only is not None else [arm_id(s) for s in all_arms(knob)]
+    return {a: generate(a, seed) for a in ids}
+
+
+# ------------------------------------------------------------------ the table
+
+
+def test_the_table_has_the_thirty_rows_in_order() -> None:
+    assert ROW_IDS == THIRTY
+    assert len({r.id for r in ROWS}) == 30
+
+
+def test_every_measurable_row_has_one_measure_one_holder_and_one_figure() -> None:
+    from poisson_tasks.pins.check import FIGURES, HOLDERS
+    from poisson_tasks.pins.measure import _MEASURES
+
+    measurable = {r.id for r in ROWS if r.measurable}
+    assert set(_MEASURES) == set(HOLDERS) == set(FIGURES) == measurable
+
+
+def test_modes_and_who_as_designed() -> None:
+    assert BY_ID["N5"].mode == "reported" and BY_ID["N5"].who == ("distractor",)
+    assert BY_ID["N7"].report_only_for == ("shape",) and BY_ID["N7"].knobs() == KNOBS
+    assert BY_ID["N29"].mode == BY_ID["N33"].mode == "reported-and-refused"
+    assert BY_ID["N9"].knobs() == ("depth",) and BY_ID["N9"].controls_only("depth")
+    assert not BY_ID["N4"].controls_only("depth")
+    assert {r.id for r in ROWS if not r.measurable} == {"N10", "N13"}
+    assert BY_ID["N4"].knobs() == ("depth", "faults", "history", "arguments", "spread")
+
+
+# ------------------------------------------------------------------ measure_pins
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_every_row_is_measured_or_unmeasured_exactly_once(knob: str) -> None:
+    for spec in all_arms(knob):
+        m = measure_pins(generate(spec, 1))
+        assert set(m.measured) | set(m.unmeasured) == set(THIRTY)
+        assert not set(m.measured) & set(m.unmeasured)
+        assert set(m.unmeasured) == {"N10", "N13"}
+        assert all("generation time" in r or "trace" in r for r in m.unmeasured.values())
+
+
+def test_rows_of_other_knobs_are_still_measured() -> None:
+    m = measure_pins(generate("depth:d3", 0))
+    assert m.value("N27") == {"tools": 16}
+    assert m.value("N8")["sizes"] == [LINE_BYTES]
+    assert m.value("N11") == {"verifier": "strict"}
+    assert m.value("N19") == {"lookalike_tools": 0}
+    assert m.value("N33")["stage_calls"] == 3
+    leaky = measure_pins(generate("depth:d3/leaky", 0))
+    assert leaky.value("N11") == {"verifier": "leaky"}
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_every_reference_and_seeded_answer_is_52_bytes(knob: str) -> None:
+    for spec in all_arms(knob):
+        assert measure_pins(generate(spec, 2)).value("N8")["sizes"] == [LINE_BYTES]
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_block_tokens_tool_by_tool_equal_the_whole_blocks_count(knob: str) -> None:
+    from poisson_tasks.bundle import canonical_json
+    from poisson_tasks.tokens import count_tokens
+
+    for spec in all_arms(knob):
+        for seed in (0, 11):
+            b = generate(spec, seed)
+            whole = count_tokens(canonical_json(b.tools).decode())
+            assert views.block_tokens(b) == whole
+            flipped = b.model_copy(update={"tools": b.tools[::-1]})
+            flipped_whole = count_tokens(canonical_json(flipped.tools).decode())
+            assert views.block_tokens(flipped) == flipped_whole
+    odd = generate("depth:d1", 0)
+    odd = odd.model_copy(update={"tools": [{"name": "x"}, *odd.tools]})
+    assert views.block_tokens(odd) == count_tokens(canonical_json(odd.tools).decode())
+
+
+def test_block_digests_are_the_bundles_own_digests() -> None:
+    from poisson_tasks.bundle import digest
+
+    for arm in ("arguments:a6", "depth:d3", "spread:p4"):
+        b = generate(arm, 3)
+        v = measure_pins(b).value("N4")
+        reads = [t for t in b.tools if views.bindings(b)[t["function"]["name"]].kind != "stage"]
+        assert v == {"block": digest(b.tools), "names_and_reads": digest([b.tool_names, reads])}
+
+
+def test_hashes_and_seeded_tokens_are_read_off_the_bundle() -> None:
+    b = generate("depth:d1+h8", 4)
+    m = measure_pins(b)
+    assert m.value("N12")["generator_hash"] == b.generator_hash
+    assert m.value("N9")["seeded_tokens"] == history_tokens(b.prompt[1:])  # type: ignore[index]
+    assert m.value("N9")["seeded_tokens"] > 0
+    assert measure_pins(generate("depth:d1", 4)).value("N9")["seeded_tokens"] == 0
+
+
+# ------------------------------------------------------------------ sweeps that hold
+
+
+@pytest.mark.parametrize("knob", KNOBS)
+def test_each_knobs_sweep_holds_on_a_few_seeds(knob: str) -> None:
+    for seed in FAST_SEEDS:
+        report = check_pins(contrast(knob, seed))
+        assert not report.refused, report.message()
+        assert len(report.arms) == len(all_arms(knob))
+        assert [r.row for r in report.rows] == list(THIRTY)
+        assert {r.row for r in report.rows if r.verdict == "unmeasured"} == {"N10", "N13"}
+
+
+@pytest.mark.slow
+def test_every_knob_holds_over_the_sixty_eval_seeds() -> None:
+    arms = [a for k in KNOBS for a in all_arms(k)]
+    report = check_plan(arms, range(60))
+    assert len(report.contrasts) == len(KNOBS)
+    assert not report.refused, report.message()
+
+
+def test_who_column_decides_what_applies() -> None:
+    report = check_pins(contrast("depth"))
+    verdicts = {r.row: r.verdict for r in report.rows}
+    assert verdicts["N9"] == "held"
+    for row in ("N5", "N19", "N23", "N27", "N29", "N35", "N26"):
+        assert verdicts[row] == "not applicable"
+    for row in ("N1", "N2", "N3", "N4", "N6", "N7", "N8", "N11", "N12"):
+        assert verdicts[row] == "held"
+
+
+def test_control_rows_do_not_apply_without_a_control() -> None:
+    report = check_pins(contrast("faults", only=("faults:f0", "faults:f4")))
+    assert report.verdict("N26") == "not applicable"
+    assert report.verdict("N25") == "held"
+
+
+def test_a_control_whose_higher_arm_is_absent_is_held_against_a_generated_one() -> None:
+    calls: list[str] = []
+
+    def companion(spec: ArmSpec) -> Any:
+        calls.append(spec.id)
+        return measure_pins(generate(spec, 0))
+
+    report = check_pins(contrast("depth", only=("depth:d1", "depth:d1+h8")), companion=companion)
+    assert report.verdict("N9") == "held"
+    assert sorted(calls) == ["depth:d5", "depth:d8"]
+
+
+# ------------------------------------------------------------------ N9, N7, N5 as defined
+
+
+def test_depth_band_is_between_the_next_lower_and_the_higher_transcript() -> None:
+    bundles = contrast("depth", 5)
+    t = {
+        lv: measure_pins(bundles[f"depth:d{lv}"]).value("N9")["transcript_tokens"]
+        for lv in levels("depth")
+    }
+    report = check_pins(bundles)
+    detail = next(r.detail for r in report.rows if r.row == "N9")
+    d1h8 = re.search(r"depth:d1\+h8 (-?\d+)<(\d+)<=(\d+)", detail)
+    d2h5 = re.search(r"depth:d2\+h5 (-?\d+)<(\d+)<=(\d+)", detail)
+    assert d1h8 and d2h5
+    assert (int(d1h8[1]), int(d1h8[3])) == (t[5] - t[1], t[8] - t[1])
+    assert (int(d2h5[1]), int(d2h5[3])) == (t[3] - t[2], t[5] - t[2])
+
+
+def test_n5_only_reports_even_when_the_block_grows() -> None:
+    bundles = contrast("distractor", 0)
+    report = check_pins(bundles)
+    assert report.verdict("N5") == "reported"
+    n5 = next(r for r in report.reported if r.row == "N5")
+    assert len(set(n5.values.values())) > 1  # the block's tokens move with the level
+    grown = dict(bundles)
+    b = grown["distractor:r0@k16"]
+    extra = {**b.tools[-1], "function": {**b.tools[-1]["function"], "description": "x " * 400}}
+    grown[b.arm_id] = b.model_copy(update={"tools": [*b.tools[:-1], extra]})
+    again = check_pins(grown)
+    assert "N5" not in again.violated_rows and again.verdict("N5") == "reported"
+
+
+def _add_to_instruction(b: TaskBundle, words: str) -> TaskBundle:
+    """Append words to the template and the instruction alike, so N6 still renders."""
+    parts = PromptParts(
+        template=b.prompt_parts.template + words,
+        slots=b.prompt_parts.slots,
+        knob_slots=b.prompt_parts.knob_slots,
+    )
+    if isinstance(b.prompt, str):
+        return b.model_copy(update={"prompt": b.prompt + words, "prompt_parts": parts})
+    first = {**b.prompt[0], "content": b.prompt[0]["content"] + words}
+    return b.model_copy(update={"prompt": [first, *b.prompt[1:]], "prompt_parts": parts})
+
+
+def test_n7_counts_instruction_words_inside_tool_names() -> None:
+    b = generate("distractor:r0@k16", 0)
+    read = next(n for n in b.tool_names if views.bindings(b)[n].kind == "read")
+    before = measure_pins(b).value("N7")
+    after = measure_pins(_add_to_instruction(b, f" Ignore {read}.")).value("N7")
+    assert after["count"] == before["count"] + len(views.words(read))
+
+
+def test_n7_is_reported_not_refused_on_shape() -> None:
+    bundles = contrast("shape", 0)
+    b = bundles["shape:w4"]
+    read = next(n for n in b.tool_names if views.bindings(b)[n].kind == "read")
+    bundles = {
+        k: _add_to_instruction(v, f" Ignore {read}.") if k == "shape:w4" else v
+        for k, v in bundles.items()
+    }
+    report = check_pins(bundles)
+    counts = {a: measure_pins(v).value("N7")["count"] for a, v in bundles.items()}
+    assert len(set(counts.values())) > 1
+    assert report.verdict("N7") == "reported"
+    assert "N7" not in report.violated_rows
+    assert any(r.row == "N7" for r in report.reported)
+
+
+def _r14_contrast_n7(seeds: range) -> None:
+    arms = list(all_arms("distractor"))
+    assert any(s.level == 14 for s in arms)
+    report = check_plan(arms, seeds)
+    verdicts = {r.seed: r.verdict("N7") for r in report.contrasts[0].reports}
+    assert set(verdicts.values()) == {"held"}, {s: v for s, v in verdicts.items() if v != "held"}
+
+
+def test_n7_never_refuses_a_distractor_r14_contrast_on_twenty_seeds() -> None:
+    _r14_contrast_n7(range(20))
+
+
+@pytest.mark.slow
+def test_n7_never_refuses_a_distractor_r14_contrast_on_seeds_0_to_199() -> None:
+    _r14_contrast_n7(range(200))
+
+
+# ------------------------------------------------------------------ breaks that refuse
+
+
+def _engine(b: TaskBundle, **update: Any) -> TaskBundle:
+    """The bundle with a rebuilt engine config (not model_copy: its binding cache would survive)."""
+    e = b.engine
+    fields = {
+        "key": e.key,
+        "rows": e.rows,
+        "bindings": e.bindings,
+        "faults": e.faults,
+        "start_seq": e.start_seq,
+        **update,
+    }
+    return b.model_copy(update={"engine": EngineConfig(**fields)})
+
+
+def _tool(b: TaskBundle, name: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> TaskBundle:
+    tools = [
+        {**t, "function": fn(dict(t["function"]))} if t["function"]["name"] == name else t
+        for t in b.tools
+    ]
+    return b.model_copy(update={"tools": tools})
+
+
+def _describe(b: TaskBundle, name: str, text: str) -> TaskBundle:
+    return _tool(b, name, lambda f: {**f, "description": text})
+
+
+def _history(b: TaskBundle, messages: list[dict[str, Any]]) -> TaskBundle:
+    assert isinstance(b.prompt, list)
+    return b.model_copy(update={"prompt": [b.prompt[0], *messages]})
+
+
+def _swap(b: TaskBundle, i: int, j: int) -> TaskBundle:
+    tools = list(b.tools)
+    tools[i], tools[j] = tools[j], tools[i]
+    binds = list(b.engine.bindings)
+    bi = next(k for k, x in enumerate(binds) if x.name == b.tools[i]["function"]["name"])
+    bj = next(k for k, x in enumerate(binds) if x.name == b.tools[j]["function"]["name"])
+    binds[bi], binds[bj] = binds[bj], binds[bi]
+    return _engine(b.model_copy(update={"tools": tools}), bindings=tuple(binds))
+
+
+def _first_read(b: TaskBundle) -> str:
+    return next(n for n in b.tool_names if views.bindings(b)[n].kind == "read")
+
+
+def _set_slot(b: TaskBundle, slot: str, value: str) -> TaskBundle:
+    """One prompt slot changed, and the instruction re-rendered from the template."""
+    slots = {**b.prompt_parts.slots, slot: value}
+    parts = b.prompt_parts.model_copy(update={"slots": slots})
+    text = parts.template.format(**slots)
+    if isinstance(b.prompt, str):
+        return b.model_copy(update={"prompt": text, "prompt_parts": parts})
+    return b.model_copy(
+        update={"prompt": [{**b.prompt[0], "content": text}, *b.prompt[1:]], "prompt_parts": parts}
+    )
+
+
+def break_n1(c: Bundles) -> Bundles:
+    return {"depth:d3": _engine(c["depth:d3"], key="0" * 32)}
+
+
+def break_n2(c: Bundles) -> Bundles:
+    b = c["distractor:r4@k16"]
+    right = views.right_tools(b)[0]
+    i = b.tool_names.index(right)
+    return {b.arm_id: _swap(b, i, (i + 1) % len(b.tools))}
+
+
+def break_n3(c: Bundles) -> Bundles:
+    b = c["depth:d2"]
+    return {b.arm_id: b.model_copy(update={"system_prompt": b.system_prompt + " Be quick."})}
+
+
+def break_n4(c: Bundles) -> Bundles:
+    b = c["depth:d3"]
+    return {b.arm_id: _describe(b, _first_read(b), "Read-only lookup; changes nothing at all.")}
+
+
+def break_n6(c: Bundles) -> Bundles:
+    return {"depth:d1": _add_to_instruction(c["depth:d1"], " Thank you.")}
+
+
+def break_n7(c: Bundles) -> Bundles:
+    read = _first_read(c["distractor:r0@k16"])
+    return {k: _add_to_instruction(v, f" Ignore {read}.") for k, v in c.items()}
+
+
+def break_n8(c: Bundles) -> Bundles:
+    b = c["depth:d1"]
+    obs = [b.reference_observations[0] + " ", *b.reference_observations[1:]]
+    return {b.arm_id: b.model_copy(update={"reference_observations": obs})}
+
+
+def break_n9(c: Bundles) -> Bundles:
+    b = c["depth:d1+h8"]
+    assert isinstance(b.prompt, list)
+    return {b.arm_id: _history(b, b.prompt[1:3])}
+
+
+def break_n11(c: Bundles) -> Bundles:
+    return {"depth:d3": c["depth:d3"].model_copy(update={"verifier": "leaky"})}
+
+
+def break_n12(c: Bundles) -> Bundles:
+    return {"depth:d3": c["depth:d3"].model_copy(update={"generator_hash": "0" * 64})}
+
+
+def _lookalikes(b: TaskBundle) -> list[ToolBinding]:
+    goal = b.goal[0].ledger
+    return [x for x in b.engine.bindings if x.kind == "stage" and x.ledger != goal]
+
+
+def break_n19(c: Bundles) -> Bundles:
+    b = c["similarity:s2"]
+    first = _lookalikes(b)[0]
+    binds = tuple(
+        x.model_copy(update={"ledger": "zzz-0001"}) if x == first else x for x in b.engine.bindings
+    )
+    return {b.arm_id: _engine(b, bindings=binds)}
+
+
+def break_n20(c: Bundles) -> Bundles:
+    b = c["similarity:s1"]
+    name = _lookalikes(b)[0].name
+    return {b.arm_id: _describe(b, name, "A lookalike tool, described at much greater length.")}
+
+
+def break_n21(c: Bundles) -> Bundles:
+    b = c["similarity:s2"]
+    old = _lookalikes(b)[0].ledger
+    cls, target = b.goal[0].ledger.split("-")
+    other = "".join(str((int(d) + 1) % 10 or 1) for d in target)  # shares no digit in place
+    binds = tuple(
+        x.model_copy(update={"ledger": f"{cls}-{other}"}) if x.ledger == old else x
+        for x in b.engine.bindings
+    )
+    return {b.arm_id: _engine(b, bindings=binds)}
+
+
+def break_n22(c: Bundles) -> Bundles:
+    b = c["similarity:s1"]
+    right = views.right_tools(b)[0]
+    for old, new in (
+        ("Advance", "Promote"),
+        ("Advance", "Move"),
+        ("record", "row"),
+        ("stage 0", "stage 5"),
+        ("Returns", "Gives"),
+    ):
+        edited = _tool(
+            b, right, lambda f, o=old, n=new: {**f, "description": f["description"].replace(o, n)}
+        )
+        if edited.tools != b.tools and views.block_tokens(edited) == views.block_tokens(b):
+            return {b.arm_id: edited}  # the right tool edited, the block's tokens kept (N20)
+    raise AssertionError("no one-word edit keeps the block's tokens")
+
+
+def break_n23(c: Bundles) -> Bundles:
+    b = c["history:t600"]
+    assert isinstance(b.prompt, list)
+    return {b.arm_id: _history(b, b.prompt[1:-2])}
+
+
+def break_n24(c: Bundles) -> Bundles:
+    b = c["history:t600"]
+    assert isinstance(b.prompt, list)
+    history = list(b.prompt[1:])
+    line = history[1]["content"]
+    for digit in "0123456789abcdef":  # one payload digit changed, the history's tokens kept
+        changed = line[:-1] + digit
+        if changed == line:
+            continue
+        trial = [history[0], {**history[1], "content": changed}, *history[2:]]
+        if history_tokens(trial) == history_tokens(history):
+            return {b.arm_id: _history(b, trial)}
+    raise AssertionError("no one-digit change keeps the history's tokens")
+
+
+def break_n25(c: Bundles) -> Bundles:
+    b = c["faults:f2"]
+    review, sample = views.right_tools(b)[:2]
+    faults = (FaultPlan(tool=review, count=2), FaultPlan(tool=sample, count=0))
+    return {b.arm_id: _engine(b, faults=faults)}
+
+
+def break_n26(c: Bundles) -> Bundles:
+    b = c["faults:f0+len(f4)"]
+    assert isinstance(b.prompt, list)
+    return {b.arm_id: _history(b, b.prompt[1:-2])}
+
+
+def break_n27(c: Bundles) -> Bundles:
+    b = c["block:k32"]
+    last = b.tool_names[-1]
+    assert views.bindings(b)[last].kind == "read"
+    return {
+        b.arm_id: _engine(
+            b.model_copy(update={"tools": b.tools[:-1]}),
+            bindings=tuple(x for x in b.engine.bindings if x.name != last),
+        )
+    }
+
+
+def break_n28(c: Bundles) -> Bundles:
+    out = {}
+    for a in ("block:k16", "block:k32", "block:k64"):
+        b = c[a]
+        for offset, right in enumerate(views.right_tools(b)):
+            b = _swap(b, b.tool_names.index(right), 9 + offset)
+        out[a] = b
+    return out
+
+
+def break_n29(c: Bundles) -> Bundles:
+    b = c["block:k8+len(k64)"]
+    half = " ".join(b.system_filler.split()[: len(b.system_filler.split()) // 2])
+    system = b.system_prompt[: -len(b.system_filler)] + half
+    return {b.arm_id: b.model_copy(update={"system_filler": half, "system_prompt": system})}
+
+
+def break_n30(c: Bundles) -> Bundles:
+    b = c["arguments:a4"]
+    right = views.right_tools(b)[0]
+    return {b.arm_id: _describe(b, right, "Advance a record; the description was edited.")}
+
+
+def break_n31(c: Bundles) -> Bundles:
+    b = c["arguments:a6"]
+    fixed = views.bindings(b)[views.right_tools(b)[0]].fixed
+    _, value = fixed[0]
+    wrong = value[:-1] + ("1" if value[-1] != "1" else "2")
+    return {b.arm_id: _set_slot(b, "extra", b.prompt_parts.slots["extra"].replace(value, wrong))}
+
+
+def break_n32(c: Bundles) -> Bundles:
+    b = c["arguments:a2+len(a8)"]
+    extra = b.prompt_parts.slots["extra"]
+    return {b.arm_id: _set_slot(b, "extra", extra[: len(extra) // 2].rstrip())}
+
+
+def break_n33(c: Bundles) -> Bundles:
+    b = c["shape:w2"]
+    last = b.tool_names[-1]
+    assert views.bindings(b)[last].kind == "read"
+    return {
+        b.arm_id: _engine(
+            b.model_copy(update={"tools": b.tools[:-1]}),
+            bindings=tuple(x for x in b.engine.bindings if x.name != last),
+        )
+    }
+
+
+def break_n34(c: Bundles) -> Bundles:
+    b = c["shape:w1+len(w4)"]
+    lines = b.prompt_parts.slots["goal_lines"]
+    return {b.arm_id: _set_slot(b, "goal_lines", lines[: len(lines) * 2 // 3].rstrip())}
+
+
+def break_n35(c: Bundles) -> Bundles:
+    b = c["spread:p2"]
+    binds = tuple(
+        x.model_copy(update={"part": "ffffff"}) if x.part is not None else x
+        for x in b.engine.bindings
+    )
+    return {b.arm_id: _engine(b, bindings=binds)}
+
+
+# row -> (knob whose contrast is broken, seed, the break)
+BREAKS: dict[str, tuple[str, int, Callable[[Bundles], Bundles]]] = {
+    "N1": ("depth", 0, break_n1),
+    "N2": ("distractor", 0, break_n2),
+    "N3": ("depth", 0, break_n3),
+    "N4": ("depth", 0, break_n4),
+    "N6": ("depth", 0, break_n6),
+    "N7": ("distractor", 0, break_n7),
+    "N8": ("depth", 0, break_n8),
+    "N9": ("depth", 0, break_n9),
+    "N11": ("depth", 0, break_n11),
+    "N12": ("depth", 0, break_n12),
+    "N19": ("similarity", 0, break_n19),
+    "N20": ("similarity", 0, break_n20),
+    "N21": ("similarity", 0, break_n21),
+    "N22": ("similarity", 0, break_n22),
+    "N23": ("history", 0, break_n23),
+    "N24": ("history", 0, break_n24),
+    "N25": ("faults", 0, break_n25),
+    "N26": ("faults", 0, break_n26),
+    "N27": ("block", 0, break_n27),
+    "N28": ("block", 0, break_n28),
+    "N29": ("block", 0, break_n29),
+    "N30": ("arguments", 0, break_n30),
+    "N31": ("arguments", 0, break_n31),
+    "N32": ("arguments", 0, break_n32),
+    "N33": ("shape", 0, break_n33),
+    "N34": ("shape", 0, break_n34),
+    "N35": ("spread", 0, break_n35),
+}
+# N28's break moves the right tools past slot eight in every arm that has the room.
+_WITHOUT = {"N28": ("block:k8", "block:k8+len(k64)")}
+
+
+def test_every_refusing_row_has_a_break() -> None:
+    assert set(BREAKS) == set(REFUSING)
+    assert {r.id for r in ROWS if r.mode != "reported" and r.measurable} == set(REFUSING)
+
+
+@pytest.mark.parametrize("row", sorted(BREAKS, key=lambda r: int(r[1:])))
+def test_a_break_is_refused_by_exactly_its_row(row: str) -> None:
+    knob, seed, brk = BREAKS[row]
+    if knob not in BUILDERS:
+        pytest.skip(f"generator/{knob}.py has not landed (no BUILDERS entry)")
+    bundles = {a: b for a, b in contrast(knob, seed).items() if a not in _WITHOUT.get(row, ())}
+    assert not check_pins(bundles).refused
+    broken = {**bundles, **brk(bundles)}
+    report = check_pins(broken)
+    assert report.violated_rows == {row}, report.message()
+    assert report.verdict(row) == "violated"
+    v = next(v for v in report.violations if v.row == row)
+    assert v.arms and set(v.values) <= set(v.arms)
+    assert row in report.message() and any(a in report.message() for a in v.arms)
+
+
+# ------------------------------------------------------------------ contrasts and plans
+
+
+def test_check_pins_refuses_what_is_not_one_contrast() -> None:
+    with pytest.raises(PinError, match="one knob"):
+        check_pins({"depth:d1": generate("depth:d1", 0), "faults:f1": generate("faults:f1", 0)})
+    with pytest.raises(PinError, match="one seed"):
+        check_pins({"depth:d1": generate("depth:d1", 0), "depth:d2": generate("depth:d2", 1)})
+    with pytest.raises(PinError, match="key each by its arm id"):
+        check_pins({"depth:d2": generate("depth:d1", 0)})
+    with pytest.raises(PinError, match="at least one"):
+        check_pins({})
+
+
+def test_a_contrast_of_mixed_splits_is_refused_by_the_scenario_row() -> None:
+    report = check_pins(
+        {"depth:d1": generate("depth:d1", 0), "depth:d3/train": generate("depth:d3/train", 0)}
+    )
+    assert "N1" in report.violated_rows
+
+
+def test_check_plan_makes_one_contrast_per_knob_split_and_strictness() -> None:
+    report = check_plan(["depth:d1", "depth:d3", "faults:f1", "depth:d1/leaky"], [0, 1])
+    keys = [(c.knob, c.strictness, c.arms) for c in report.contrasts]
+    assert keys == [
+        ("depth", "strict", ["depth:d1", "depth:d3"]),
+        ("faults", "strict", ["faults:f1"]),
+        ("depth", "leaky", ["depth:d1/leaky"]),
+    ]
+    assert all(len(c.reports) == 2 for c in report.contrasts)
+    assert not report.refused and "held" in report.message()
+
+
+def test_report_lines_name_every_row() -> None:
+    report: PinReport = check_pins(contrast("spread", 0))
+    text = "\n".join(report.lines())
+    for row in THIRTY:
+        assert re.search(rf"^  {row}\s", text, re.M)
+    assert "not refused" in text
+
+
+def test_parse_seeds() -> None:
+    assert parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("5,0-2,2") == [5, 0, 1, 2]
+    for bad in ("a", "3-1", "1-", ""):
+        with pytest.raises(PinError):
+            parse_seeds(bad)
+
+
+def test_pin_targets() -> None:
+    assert pin_targets(arms="depth:d1, depth:d3", seeds="0-1") == (["depth:d1", "depth:d3"], [0, 1])
+    assert pin_targets(arms="depth:d1")[1] == list(range(60))
+    with pytest.raises(PinError, match="not both"):
+        pin_targets(arms="depth:d1", plan="x.yaml")
+    with pytest.raises(PinError, match="put it in --arms"):
+        pin_targets(arm="depth:d1", arms="depth:d3")
+    arms, seeds = pin_targets(plan=ROOT / "preregistrations" / "smoke.yaml")
+    assert "depth:d1+h8" in arms and len(seeds) == 10
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_cli_prints_every_row_and_exits_0() -> None:
+    args = ["generate", "--arms", "spread:p1,spread:p4", "--seeds", "0-1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "contrast spread (eval, strict)" in result.output
+    for row in THIRTY:
+        assert re.search(rf"^  {row}\s", result.output, re.M)
+    assert "N35  held 2/2" in result.output
+
+
+def test_cli_plan_reads_a_preregistration() -> None:
+    smoke = ROOT / "preregistrations" / "smoke.yaml"
+    result = CliRunner().invoke(app, ["generate", "--plan", str(smoke)])
+    assert result.exit_code == 0, result.output
+    assert "contrast depth" in result.output and "10 seeds" in result.output
+
+
+def test_cli_exits_2_with_one_line_when_a_row_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    import poisson_tasks.generator as generator
+
+    real = generator.generate
+
+    def broken(spec: ArmSpec | str, seed: int, *, pins: bool = True) -> TaskBundle:
+        b = real(spec, seed, pins=pins)
+        if b.arm_id == "depth:d3":
+            return b.model_copy(update={"system_prompt": b.system_prompt + " Hurry."})
+        return b
+
+    monkeypatch.setattr(generator, "generate", broken)
+    result = CliRunner().invoke(app, ["generate", "--arms", "depth:d1,depth:d3", "--seeds", "0"])
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "N3" in errors[0] and "depth" in errors[0]
+
+
+def test_cli_bad_input_is_one_line_exit_2() -> None:
+    runner = CliRunner()
+    for args in (
+        ["generate", "depth:d1", "--arms", "depth:d3"],
+        ["generate", "--arms", "depth:d9"],
+        ["generate", "--arms", "depth:d1", "--seeds", "9-1"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, args
+        assert result.stderr.count("error:") == 1
+
+
+def test_cli_single_arm_still_generates() -> None:
+    result = CliRunner().invoke(app, ["generate", "depth:d3", "--seed", "2"])
+    assert result.exit_code == 0 and "depth:d3  seed 2" in result.output
+
+
+# ------------------------------------------------------------------ the doc
+
+
+def _doc_rows() -> list[tuple[str, str, str]]:
+    text = (ROOT / "docs" / "knobs-and-arms.md").read_text(encoding="utf-8")
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and re.fullmatch(r"N\d+", cells[0]):
+            rows.append((cells[0], cells[2], cells[3]))
+    return rows
+
+
+def test_the_docs_pin_table_is_the_codes() -> None:
+    assert _doc_rows() == [(r.id, r.who_text(), r.mode_text()) for r in ROWS]
+
+
+def test_the_docs_command_excerpts_are_what_the_command_prints() -> None:
+    import shlex
+
+    text = (ROOT / "docs" / "knobs-and-arms.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```\n\$ (poisson-tasks generate --arms .*?)\n(.*?)```", text, re.S)
+    assert len(blocks) >= 2
+    for command, excerpt in blocks:
+        result = CliRunner().invoke(app, shlex.split(command)[1:])
+        assert result.exit_code == 0, result.output
+        printed = [line.rstrip() for line in result.output.splitlines()]
+        for line in excerpt.splitlines():
+            if line.strip() != "...":
+                assert line.rstrip() in printed, f"{command}: {line!r} is not printed any more"
