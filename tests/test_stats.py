@@ -146,12 +146,27 @@ def test_cluster_bootstrap_follows_documented_recipe() -> None:
     att[5] = 0  # an unscored task is dropped before resampling
     succ[5] = 0
     rates = succ[att > 0] / att[att > 0]
-    rng = np.random.Generator(np.random.PCG64(9))
-    idx = rng.integers(0, rates.size, size=(500, rates.size))
+    raw = np.random.PCG64(9).random_raw(500 * rates.size)  # the documented, version-stable draw
+    idx = (((raw >> np.uint64(32)) * np.uint64(rates.size)) >> np.uint64(32)).reshape(500, -1)
     low, high = np.quantile(rates[idx].mean(axis=1), [0.05, 0.95], method="linear")
     got = cluster_bootstrap(succ, att, resamples=500, seed=9, confidence=0.90)
     assert (got.low, got.high) == (float(low), float(high))
     assert got.point == pytest.approx(rates.mean(), abs=1e-15)
+
+
+PINNED_FIRST_INDICES = [9, 11, 28, 25, 30, 19, 10, 55]
+
+
+def test_resample_indices_are_pinned_and_uniform() -> None:
+    from poisson_tasks.calibration.stats import resample_indices
+
+    idx = resample_indices(20260925, 2000, 60)
+    assert idx.shape == (2000, 60) and int(idx.min()) == 0 and int(idx.max()) == 59
+    # the first draws are pinned: a numpy release that changed them would move every card's bytes
+    assert idx[0, :8].tolist() == PINNED_FIRST_INDICES
+    counts = np.bincount(idx.ravel().astype(np.int64), minlength=60)
+    expected = idx.size / 60
+    assert float(((counts - expected) ** 2 / expected).sum()) < 120  # chi-square, 59 dof
 
 
 def test_cluster_bootstrap_agrees_with_scipy() -> None:

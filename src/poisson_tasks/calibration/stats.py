@@ -180,6 +180,22 @@ def cell_rate(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> float:
     return float(np.mean(_task_rates(successes, attempts)))
 
 
+def resample_indices(seed: int, resamples: int, n: int) -> npt.NDArray[np.uint64]:
+    """A (resamples, n) matrix of indices in [0, n), the same on every numpy version and platform.
+
+    It reads PCG64's raw 64-bit stream (which numpy keeps stable across releases, unlike the
+    Generator's distribution methods) and maps each draw's high 32 bits to [0, n) by
+    multiply-shift, (x >> 32) * n >> 32, whose bias is below n / 2**32.
+    """
+    if n < 1 or n >= 2**31:
+        raise ValueError("n must be between 1 and 2**31 - 1")
+    raw = np.random.PCG64(seed).random_raw(resamples * n)
+    idx: npt.NDArray[np.uint64] = (
+        ((raw >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)
+    ).reshape(resamples, n)
+    return idx
+
+
 def cluster_bootstrap(
     successes: npt.ArrayLike,
     attempts: npt.ArrayLike,
@@ -191,13 +207,12 @@ def cluster_bootstrap(
     """Task-clustered percentile bootstrap of the task-mean rate; same inputs+seed, same floats.
 
     Tasks are resampled with replacement (a task's attempts move together) from one
-    Generator(PCG64(seed)) index matrix of shape (resamples, n_tasks); endpoints are
+    resample_indices(seed, resamples, n_tasks) matrix; endpoints are
     numpy.quantile(method="linear") at (1-confidence)/2 and 1-(1-confidence)/2.
     """
     _check_interval_args(resamples, confidence)
     rates = _task_rates(successes, attempts)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    idx = rng.integers(0, rates.size, size=(resamples, rates.size))
+    idx = resample_indices(seed, resamples, rates.size)
     stats: FloatArray = rates[idx].mean(axis=1)
     return _percentile_interval(stats, confidence, float(rates.mean()))
 
@@ -228,8 +243,7 @@ def paired_bootstrap(
         raise ValueError("no seed has scored attempts in both arms")
     sa, na, sb, nb = sa[keep], na[keep], sb[keep], nb[keep]
     d = sa / na - sb / nb
-    rng = np.random.Generator(np.random.PCG64(seed))
-    idx = rng.integers(0, used, size=(resamples, used))
+    idx = resample_indices(seed, resamples, used)
     stats: FloatArray = d[idx].mean(axis=1)
     diff = float(d.mean())
     churn = float(np.mean(sa * nb != sb * na))  # exact integer comparison of the two rates
