@@ -541,7 +541,7 @@ def _check_thresholds(t: Thresholds) -> list[str]:
 
 def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
     """The design's resolution: MDD at alpha 0.05 and 80% power under worst-case variance."""
-    from poisson_tasks.calibration.stats import (  # scipy: imported only when a plan is made
+    from poisson_tasks.calibration.stats import (  # numpy: imported only when a plan is made
         mdd_binomial_worst_case,
         minimum_detectable_difference,
         tasks_needed,
