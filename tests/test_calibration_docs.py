@@ -6,6 +6,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
 from synthetic_runs import example_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,10 +30,30 @@ def test_card_examples_are_current() -> None:
 
 def test_python_md_card_walkthrough_runs(tmp_path: Path) -> None:
     text = (DOCS / "python.md").read_text(encoding="utf-8")
-    block = re.search(r"```python\n(.*?)```", text, re.S)
-    assert block is not None
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "runs/my-study" in b]
+    assert blocks
     run = example_run(tmp_path / "run")
-    code = block.group(1).replace('Path("runs/my-study")', f"Path({str(run)!r})")
+    code = blocks[0].replace('Path("runs/my-study")', f"Path({str(run)!r})")
     assert str(run) in code
     exec(compile(code, "python.md", "exec"), {})
     assert (run / "card" / "card.json").is_file() and (run / "card" / "card.md").is_file()
+
+
+def test_python_md_task_and_study_blocks_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other walk-throughs run as written (a study's folders land in a temporary directory)."""
+    text = (DOCS / "python.md").read_text(encoding="utf-8")
+    blocks = [
+        b
+        for b in re.findall(r"```python\n(.*?)```", text, re.S)
+        if "generate(" in b or "run_study(" in b
+    ]
+    assert len(blocks) == 2
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(tmp_path)
+    for code in blocks:
+        code = code.replace('"preregistrations/', f'"{root}/preregistrations/')
+        exec(compile(code, "python.md", "exec"), {})
+    assert (tmp_path / "runs" / "smoke" / "run.json").is_file()
+    assert (tmp_path / "runs" / "one-cell" / "run.json").is_file()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from importlib.metadata import version
 
 ENCODING = "o200k_base"
@@ -16,6 +16,7 @@ def _encoding():  # type: ignore[no-untyped-def]
     return bpe_openai.get_encoding(ENCODING)
 
 
+@lru_cache(maxsize=1 << 16)
 def count_tokens(text: str) -> int:
-    """Tokens of `text` under the pinned tokenizer."""
+    """Tokens of `text` under the pinned tokenizer (memoised: the same texts recur across arms)."""
     return len(_encoding().encode(text))

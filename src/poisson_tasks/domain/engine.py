@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from poisson_tasks.domain.ledger import EngineConfig, Row, ToolBinding
 
@@ -49,8 +49,7 @@ def format_line(seq: int, status: str, payload: str) -> str:
     return line
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerState:
+class LedgerState(NamedTuple):
     """The ledger's rows (sorted), the planned faults still to answer, and the call counter."""
 
     rows: tuple[Row, ...]
@@ -67,9 +66,9 @@ class LedgerState:
 def initial_state(config: EngineConfig) -> LedgerState:
     """The ledger before any call, as the bundle's config declares it."""
     return LedgerState(
-        rows=tuple(sorted(config.rows)),
-        faults=tuple(sorted((f.tool, f.count) for f in config.faults if f.count > 0)),
-        seq=config.start_seq,
+        tuple(sorted(config.rows)),
+        tuple(sorted((f.tool, f.count) for f in config.faults if f.count > 0)),
+        config.start_seq,
     )
 
 
@@ -87,23 +86,29 @@ def apply(
     seq = state.seq + 1
     binding = config.binding(name)
     if binding is None:
-        return replace(state, seq=seq), format_line(seq, "unknown_tool", ZERO_PAYLOAD)
+        return LedgerState(state.rows, state.faults, seq), format_line(
+            seq, "unknown_tool", ZERO_PAYLOAD
+        )
     faults = dict(state.faults)
     if faults.get(name, 0) > 0:
         faults[name] -= 1
         left = tuple(sorted((t, c) for t, c in faults.items() if c > 0))
-        return replace(state, seq=seq, faults=left), format_line(seq, "unavailable", ZERO_PAYLOAD)
+        return LedgerState(state.rows, left, seq), format_line(seq, "unavailable", ZERO_PAYLOAD)
     if arguments is None or not _check_args(binding, arguments):
-        return replace(state, seq=seq), format_line(seq, "bad_args", ZERO_PAYLOAD)
+        return LedgerState(state.rows, state.faults, seq), format_line(
+            seq, "bad_args", ZERO_PAYLOAD
+        )
     if binding.kind == "read":
         if binding.part is not None:
             status, payload = binding.part_status, binding.part.ljust(PAYLOAD_HEX, "0")
         else:
             status, payload = "ok", read_payload(config.key, name, str(arguments.get("query", "")))
-        return replace(state, seq=seq), format_line(seq, status, payload)
+        return LedgerState(state.rows, state.faults, seq), format_line(seq, status, payload)
     for field_name, value in binding.fixed:
         if arguments.get(field_name) != value:
-            return replace(state, seq=seq), format_line(seq, "bad_args", ZERO_PAYLOAD)
+            return LedgerState(state.rows, state.faults, seq), format_line(
+                seq, "bad_args", ZERO_PAYLOAD
+            )
     record_id = arguments.get("record_id")
     token = arguments.get("token")
     rows = list(state.rows)
@@ -112,17 +117,23 @@ def apply(
         -1,
     )
     if i < 0:
-        return replace(state, seq=seq), format_line(seq, "no_record", ZERO_PAYLOAD)
+        return LedgerState(state.rows, state.faults, seq), format_line(
+            seq, "no_record", ZERO_PAYLOAD
+        )
     row = rows[i]
     target = binding.stage
     if row.stage >= target:
-        return replace(state, seq=seq), format_line(seq, "already_done", ZERO_PAYLOAD)
+        return LedgerState(state.rows, state.faults, seq), format_line(
+            seq, "already_done", ZERO_PAYLOAD
+        )
     if row.stage < target - 1:
-        return replace(state, seq=seq), format_line(seq, "not_ready", ZERO_PAYLOAD)
+        return LedgerState(state.rows, state.faults, seq), format_line(
+            seq, "not_ready", ZERO_PAYLOAD
+        )
     if token != row.token:
-        return replace(state, seq=seq), format_line(seq, "bad_token", ZERO_PAYLOAD)
+        return LedgerState(state.rows, state.faults, seq), format_line(
+            seq, "bad_token", ZERO_PAYLOAD
+        )
     new_token = chain_token(config.key, row.ledger, row.record_id, target)
     rows[i] = Row(ledger=row.ledger, record_id=row.record_id, stage=target, token=new_token)
-    return LedgerState(rows=tuple(rows), faults=state.faults, seq=seq), format_line(
-        seq, "ok", new_token
-    )
+    return LedgerState(tuple(rows), state.faults, seq), format_line(seq, "ok", new_token)

@@ -25,7 +25,7 @@ from poisson_tasks.generator.controls import negative_controls
 from poisson_tasks.generator.draft import Draft
 from poisson_tasks.generator.prompts import SYSTEM_PROMPT, render
 from poisson_tasks.generator.scenario import Scenario, check_seed, draw_scenario
-from poisson_tasks.generator.tools import schema
+from poisson_tasks.generator.tools import block_schemas
 from poisson_tasks.hashes import engine_hash, generator_hash, vocabulary_hash
 
 Builder = Callable[[ArmSpec, Scenario], Draft]
@@ -103,7 +103,7 @@ def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
     else:
         prompt = prompt_text
     system = SYSTEM_PROMPT + (" " + draft.system_filler if draft.system_filler else "")
-    tools = [schema(b) for b in draft.bindings]
+    tools = block_schemas(tuple(draft.bindings))
     controls = negative_controls(
         config, {b.name for b in draft.bindings}, draft.goals, draft.reference, draft.bystander
     )

@@ -71,6 +71,14 @@ def schema(b: ToolBinding) -> dict[str, Any]:
     return parsed
 
 
+def block_schemas(bindings: tuple[ToolBinding, ...]) -> list[dict[str, Any]]:
+    """The schemas of a whole block, in order, as fresh objects (one JSON parse for the block)."""
+    parsed: list[dict[str, Any]] = orjson.loads(
+        b"[" + b",".join(_schema_json(b) for b in bindings) + b"]"
+    )
+    return parsed
+
+
 @lru_cache(maxsize=8192)
 def _schema_json(b: ToolBinding) -> bytes:
     return orjson.dumps(_schema(b))

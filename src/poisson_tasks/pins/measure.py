@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -250,7 +250,7 @@ def _n24(x: _Bundle) -> dict[str, Any]:
             offenders.append(f"{name}: answered {answer and views.status(answer)!r}, not ok")
             continue
         seq = int(answer[:6]) if answer[:6].isdigit() else 1
-        _, line = apply(config, replace(start, seq=seq - 1), name, args)
+        _, line = apply(config, start._replace(seq=seq - 1), name, args)
         if line != answer:
             offenders.append(f"{name}: the answer is not the engine's ({answer!r})")
     return {"seeded_calls": len(calls), "offenders": offenders}
