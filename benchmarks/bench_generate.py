@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
+import subprocess
 import sys
 import time
 
@@ -80,8 +81,37 @@ def pins_pass(knobs: list[str], seeds: range) -> tuple[float, float, float, int,
     return t1 - t0, t2 - t1, t3 - t2, bundles, len(contrasts), refused, time.process_time() - cpu
 
 
+_PLAN_SCRIPT = """
+import sys, time
+t = time.perf_counter()
+from poisson_tasks.arms import all_arms
+from poisson_tasks.pins import check_plan
+arms = [a.id for k in sys.argv[1].split(",") for a in all_arms(k)]
+report = check_plan(arms, range(int(sys.argv[2])), workers=int(sys.argv[3]))
+print(time.perf_counter() - t, sum(c.refused for c in report.contrasts))
+"""
+
+
+def plan_rows(knobs: list[str], seeds: int) -> None:
+    """check_plan over the whole sweep in a fresh process (cold: imports, tokenizer, caches)."""
+    print()
+    print("check_plan, fresh process each (imports and tokenizer load included):")
+    print()
+    print("| workers | seconds | contrast groups refused |")
+    print("|---|---|---|")
+    for workers in (1, 2):
+        out = subprocess.run(
+            [sys.executable, "-c", _PLAN_SCRIPT, ",".join(knobs), str(seeds), str(workers)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        print(f"| {workers} | {float(out[0]):.3f} | {out[1]} |")
+
+
 def pins_section(knobs: list[str], seeds: int) -> None:
     """The pin ledger's table: a cold and a warm pass over every knob's full sweep."""
+    plan_rows(knobs, seeds)
     print()
     print(
         f"pin ledger: {len(knobs)} knobs ({', '.join(knobs)}), levels and controls x {seeds} seeds"

@@ -757,3 +757,15 @@ def test_the_docs_command_excerpts_are_what_the_command_prints() -> None:
         for line in excerpt.splitlines():
             if line.strip() != "...":
                 assert line.rstrip() in printed, f"{command}: {line!r} is not printed any more"
+
+
+def test_check_plan_with_workers_gives_the_same_report() -> None:
+    from poisson_tasks.pins import check_plan
+
+    arms = [a.id for k in ("faults", "depth") for a in all_arms(k)]
+    one = check_plan(arms, [0, 1, 2])
+    two = check_plan(arms, [0, 1, 2], workers=2)
+    assert one == two
+    assert one.lines() == two.lines()
+    with pytest.raises(PinError, match="workers"):
+        check_plan(arms, [0], workers=0)

@@ -49,6 +49,10 @@ def generate(
         str | None,
         typer.Option("--seeds", help="Seeds for --arms, e.g. 0-59 (the default) or 0-9,20."),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="With --arms/--plan: processes to spread contrasts over."),
+    ] = 1,
 ) -> None:
     """Generate the task of ARM at --seed and print it; or run the pin ledger over --arms / --plan.
 
@@ -59,7 +63,7 @@ def generate(
     from poisson_tasks.show import render_bundle
 
     if plan is not None or arms is not None:
-        _pin_check(arm, plan, arms, seeds)
+        _pin_check(arm, plan, arms, seeds, workers)
         return
     try:
         if arm is None:
@@ -75,13 +79,15 @@ def generate(
         typer.echo(f"{bundle.task_id}  {bundle.arm_id}  seed {bundle.seed}")
 
 
-def _pin_check(arm: str | None, plan: Path | None, arms: str | None, seeds: str | None) -> None:
+def _pin_check(
+    arm: str | None, plan: Path | None, arms: str | None, seeds: str | None, workers: int
+) -> None:
     """generate --arms/--plan: the pin ledger over every contrast, printed; exit 2 on a refusal."""
     from poisson_tasks.pins import PinRefusal, check_plan, pin_targets
 
     try:
         arm_list, seed_list = pin_targets(arm=arm, plan=plan, arms=arms, seeds=seeds)
-        report = check_plan(arm_list, seed_list)
+        report = check_plan(arm_list, seed_list, workers=workers)
     except PoissonError as exc:
         raise _fail(exc) from None
     typer.echo("\n".join(report.lines()))

@@ -7,7 +7,7 @@ wall_timeout: whatever ran the episode assigns those, since verify's inputs cann
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,18 +27,8 @@ Outcome = Literal[
     "collateral_mutation",
     "passed",
 ]
-OUTCOMES: tuple[Outcome, ...] = (
-    "verifier_error",
-    "replay_mismatch",
-    "api_error",
-    "wall_timeout",
-    "malformed_call",
-    "turn_limit",
-    "overshoot",
-    "wrong_state",
-    "collateral_mutation",
-    "passed",
-)
+# The vocabulary in its order: the first outcome that matches an episode wins.
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 INSTRUMENT_OUTCOMES: frozenset[str] = frozenset(
     {"verifier_error", "replay_mismatch", "api_error", "wall_timeout"}
 )

@@ -208,20 +208,46 @@ def contrast_groups(arms: Iterable[ArmSpec | str]) -> list[list[ArmSpec]]:
     return list(groups.values())
 
 
-def check_plan(arms: Iterable[ArmSpec | str], seeds: Iterable[int]) -> PlanReport:
-    """Generate every arm at every seed and hold the pin ledger over each contrast."""
+def _check_contrast(job: tuple[tuple[str, ...], int]) -> PinReport:
+    """One contrast: its arms generated at one seed, measured and held to the ledger."""
     from poisson_tasks.generator import generate  # late: the generator may import the ledger
 
+    ids, seed = job
+    bundles = {a: generate(a, seed, pins=False) for a in ids}
+    measured = {k: measure_pins(b) for k, b in bundles.items()}
+    return check_pins(bundles, measurements=measured)
+
+
+def check_plan(
+    arms: Iterable[ArmSpec | str], seeds: Iterable[int], *, workers: int = 1
+) -> PlanReport:
+    """Generate every arm at every seed and hold the pin ledger over each contrast.
+
+    With workers > 1 the contrasts are spread over that many processes; each contrast is a pure
+    function of its arms and seed, so the report is the same whatever the number of workers.
+    """
     seed_list = list(seeds)
     if not seed_list:
         raise PinError("no seeds to check: give at least one, e.g. --seeds 0-59")
+    if workers < 1:
+        raise PinError(f"workers must be 1 or more, got {workers}")
+    groups = contrast_groups(arms)
+    jobs = [(tuple(arm_id(s) for s in g), seed) for g in groups for seed in seed_list]
+    if workers == 1 or len(jobs) < 2:
+        results = [_check_contrast(j) for j in jobs]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            results = list(
+                pool.map(_check_contrast, jobs, chunksize=max(1, len(jobs) // (4 * workers)))
+            )
     summaries = []
-    for group in contrast_groups(arms):
-        reports = []
-        for seed in seed_list:
-            bundles = {arm_id(s): generate(s, seed, pins=False) for s in group}
-            measured = {k: measure_pins(b) for k, b in bundles.items()}
-            reports.append(check_pins(bundles, measurements=measured))
+    for gi, group in enumerate(groups):
+        reports = results[gi * len(seed_list) : (gi + 1) * len(seed_list)]
         first = group[0]
         summaries.append(
             ContrastSummary(
