@@ -38,6 +38,22 @@ def _left_out_reason(lower: Cell, upper: Cell) -> str | None:
     return None
 
 
+def _left_out(rate: Rate, lower: Cell, upper: Cell, reason: str) -> Comparison:
+    """A pair the design does not compare, with the reason printed in its place."""
+    return Comparison(
+        rate=rate,
+        lower=lower.arm_id,
+        upper=upper.arm_id,
+        diff=None,
+        low=None,
+        high=None,
+        churn=None,
+        pairs_used=0,
+        verdict="left_out",
+        reason=reason,
+    )
+
+
 def compare_adjacent(
     lower: Cell,
     upper: Cell,
@@ -48,18 +64,7 @@ def compare_adjacent(
     """Compare one level with the next one up on `rate` (difference is lower minus upper)."""
     blocked = _left_out_reason(lower, upper)
     if blocked is not None:
-        return Comparison(
-            rate=rate,
-            lower=lower.arm_id,
-            upper=upper.arm_id,
-            diff=None,
-            low=None,
-            high=None,
-            churn=None,
-            pairs_used=0,
-            verdict="left_out",
-            reason=blocked,
-        )
+        return _left_out(rate, lower, upper, blocked)
     a, b = counts[lower.arm_id], counts[upper.arm_id]
     a_succ, b_succ = (a.strict, b.strict) if rate == "strict" else (a.leaky, b.leaky)
     try:
@@ -73,18 +78,7 @@ def compare_adjacent(
             confidence=thresholds.confidence,
         )
     except ValueError:
-        return Comparison(
-            rate=rate,
-            lower=lower.arm_id,
-            upper=upper.arm_id,
-            diff=None,
-            low=None,
-            high=None,
-            churn=None,
-            pairs_used=0,
-            verdict="left_out",
-            reason="no seed has scored attempts at both levels",
-        )
+        return _left_out(rate, lower, upper, "no seed has scored attempts at both levels")
     saturated = [_short(c) for c in (lower, upper) if _saturated(c, rate)]
     reason = None
     if saturated:
