@@ -14,20 +14,17 @@ higher base (a4+len(a8)) keeps its own stated values and adds the filler after t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from poisson_tasks.arms import ArmSpec
-from poisson_tasks.bundle import Goal
 from poisson_tasks.domain.vocabulary import EXTRA_FIELDS
 from poisson_tasks.generator.draft import (
-    BASE_GOAL,
     Draft,
     base_block,
-    base_rows,
+    base_task,
     check_band,
-    climb,
     climb_slots,
-    stage_call,
 )
 from poisson_tasks.generator.prompts import CLIMB, padding, stated_values
 from poisson_tasks.generator.scenario import Scenario
@@ -63,14 +60,8 @@ def build(spec: ArmSpec, sc: Scenario) -> Draft:
     extra = stated_values(list(fixed))
     if spec.control is not None:
         extra = control_extra(sc, spec.level, spec.control)
-    stated = dict(fixed)
-    return Draft(
-        bindings=base_block(sc, right),
-        rows=base_rows(sc),
-        goals=[Goal(ledger=sc.cls, record_id=sc.record_id, stage=BASE_GOAL)],
-        reference=climb(sc, right, sc.record_id, sc.entry_code, 0, BASE_GOAL, extra=stated),
-        template=CLIMB,
+    return replace(
+        base_task(sc, base_block(sc, right), right, stated=dict(fixed)),
         slots=climb_slots(sc, extra),
         knob_slots=["extra"],
-        bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code, stated),
     )

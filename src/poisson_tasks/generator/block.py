@@ -10,21 +10,17 @@ within two (N29), or the generator refuses with GeneratorFault.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from poisson_tasks.arms import ArmSpec
-from poisson_tasks.bundle import Goal
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.generator.draft import (
-    BASE_GOAL,
     Draft,
-    base_rows,
+    base_task,
     check_band,
-    climb,
-    climb_slots,
-    stage_call,
 )
-from poisson_tasks.generator.prompts import CLIMB, exact_filler
+from poisson_tasks.generator.prompts import exact_filler
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import block_tokens, read_tool, stage_tool
 from poisson_tasks.tokens import count_tokens
@@ -62,14 +58,7 @@ def control_filler(sc: Scenario, size: int, higher: int) -> str:
 
 def build(spec: ArmSpec, sc: Scenario) -> Draft:
     block, right = sized_block(sc, spec.level)
-    return Draft(
-        bindings=block,
-        rows=base_rows(sc),
-        goals=[Goal(ledger=sc.cls, record_id=sc.record_id, stage=BASE_GOAL)],
-        reference=climb(sc, right, sc.record_id, sc.entry_code, 0, BASE_GOAL),
-        template=CLIMB,
-        slots=climb_slots(sc),
-        knob_slots=[],
-        bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code),
-        system_filler="" if spec.control is None else control_filler(sc, spec.level, spec.control),
-    )
+    base = base_task(sc, block, right)
+    if spec.control is None:
+        return base
+    return replace(base, system_filler=control_filler(sc, spec.level, spec.control))

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from poisson_tasks.arms import ArmSpec
-from poisson_tasks.bundle import Goal, ToolCall
+from poisson_tasks.bundle import Goal
 from poisson_tasks.domain.ledger import ToolBinding
-from poisson_tasks.domain.vocabulary import LADDER
-from poisson_tasks.generator.draft import Draft, base_rows, climb, seeded_history
-from poisson_tasks.generator.prompts import CLIMB, goal_text
+from poisson_tasks.generator.draft import (
+    Draft,
+    base_rows,
+    climb,
+    climb_slots,
+    seeded_history,
+    stage_call,
+)
+from poisson_tasks.generator.prompts import CLIMB
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import read_tool, stage_tool
 
@@ -26,15 +32,7 @@ def ladder_block(sc: Scenario) -> tuple[list[ToolBinding], dict[int, ToolBinding
 def build(spec: ArmSpec, sc: Scenario) -> Draft:
     block, stages = ladder_block(sc)
     goal = spec.level
-    slots = {
-        "ledger": sc.cls,
-        "record_id": sc.record_id,
-        "goal": goal_text(goal, LADDER[goal - 1]),
-        "entry_code": sc.entry_code,
-        "extra": "",
-        "sibling_id": sc.sibling_id,
-        "sibling_code": sc.sibling_code,
-    }
+    slots = climb_slots(sc, goal=goal)
     history = []
     if spec.control is not None:
         reads = [b.name for b in block if b.kind == "read"]
@@ -47,8 +45,6 @@ def build(spec: ArmSpec, sc: Scenario) -> Draft:
         template=CLIMB,
         slots=slots,
         knob_slots=["goal"],
-        bystander=ToolCall(
-            name=stages[1].name, arguments={"record_id": sc.sibling_id, "token": sc.sibling_code}
-        ),
+        bystander=stage_call(stages[1], sc.sibling_id, sc.sibling_code),
         history=history,
     )

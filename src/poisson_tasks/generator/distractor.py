@@ -5,11 +5,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 from poisson_tasks.arms import ArmSpec
-from poisson_tasks.bundle import Goal, ToolCall, canonical_json
+from poisson_tasks.bundle import Goal, canonical_json
 from poisson_tasks.domain.ledger import ToolBinding
-from poisson_tasks.domain.vocabulary import LADDER
-from poisson_tasks.generator.draft import Draft, base_rows, climb
-from poisson_tasks.generator.prompts import CLIMB, filler, goal_text
+from poisson_tasks.generator.draft import Draft, base_rows, climb, climb_slots, stage_call
+from poisson_tasks.generator.prompts import CLIMB, filler
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import read_tool, schema, stage_tool
 from poisson_tasks.tokens import count_tokens
@@ -46,15 +45,7 @@ def build(spec: ArmSpec, sc: Scenario) -> Draft:
     if spec.control is not None:
         higher, _ = decoy_block(sc, spec.control)
         fill = filler(block_tokens(higher) - block_tokens(block))
-    slots = {
-        "ledger": sc.cls,
-        "record_id": sc.record_id,
-        "goal": goal_text(GOAL, LADDER[GOAL - 1]),
-        "entry_code": sc.entry_code,
-        "extra": "",
-        "sibling_id": sc.sibling_id,
-        "sibling_code": sc.sibling_code,
-    }
+    slots = climb_slots(sc, goal=GOAL)
     return Draft(
         bindings=block,
         rows=base_rows(sc),
@@ -63,8 +54,6 @@ def build(spec: ArmSpec, sc: Scenario) -> Draft:
         template=CLIMB,
         slots=slots,
         knob_slots=[],
-        bystander=ToolCall(
-            name=right[1].name, arguments={"record_id": sc.sibling_id, "token": sc.sibling_code}
-        ),
+        bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code),
         system_filler=fill,
     )

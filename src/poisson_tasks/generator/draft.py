@@ -11,6 +11,7 @@ from poisson_tasks.bundle import Goal, ToolCall, canonical_json
 from poisson_tasks.domain.engine import chain_token, format_line, read_payload
 from poisson_tasks.domain.ledger import FaultPlan, Row, ToolBinding
 from poisson_tasks.domain.vocabulary import LADDER
+from poisson_tasks.generator.prompts import CLIMB
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import read_tool
 from poisson_tasks.tokens import count_tokens
@@ -139,6 +140,29 @@ def stage_call(
     """A stage call on `tool` for one record; `extra` adds the arguments knob's stated values."""
     args = {"record_id": record_id, "token": token, **(extra or {})}
     return ToolCall(name=tool.name, arguments=args)
+
+
+def base_task(
+    sc: Scenario,
+    bindings: list[ToolBinding],
+    right: dict[int, ToolBinding],
+    stated: dict[str, str] | None = None,
+) -> Draft:
+    """The newer knobs' base task: climb 0 -> 2 with the right tools, CLIMB's slots, the bystander.
+
+    Each knob replaces (dataclasses.replace) only the fields it varies; `stated` adds the
+    arguments knob's values to every stage call.
+    """
+    return Draft(
+        bindings=bindings,
+        rows=base_rows(sc),
+        goals=[Goal(ledger=sc.cls, record_id=sc.record_id, stage=BASE_GOAL)],
+        reference=climb(sc, right, sc.record_id, sc.entry_code, 0, BASE_GOAL, extra=stated),
+        template=CLIMB,
+        slots=climb_slots(sc),
+        knob_slots=[],
+        bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code, stated),
+    )
 
 
 def history_tokens(messages: list[dict[str, Any]]) -> int:

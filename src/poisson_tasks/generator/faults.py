@@ -15,25 +15,25 @@ tokens of fH's failed pairs less those of its own level's.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from poisson_tasks.arms import ArmSpec
-from poisson_tasks.bundle import Goal, TaskBundle, ToolCall
+from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import ZERO_PAYLOAD, format_line
 from poisson_tasks.domain.ledger import FaultPlan, ToolBinding
 from poisson_tasks.generator.draft import (
     BASE_GOAL,
     Draft,
     base_block,
-    base_rows,
+    base_task,
     climb,
     climb_slots,
     exchange,
     history_tokens,
     padded_history,
-    stage_call,
 )
-from poisson_tasks.generator.prompts import CLIMB, RETRY_NOTE
+from poisson_tasks.generator.prompts import RETRY_NOTE
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import stage_tool
 
@@ -92,15 +92,11 @@ def build(spec: ArmSpec, sc: Scenario) -> Draft:
         )
         reads = [b.name for b in block if b.kind == "read"]
         history = padded_history(sc, reads, target)
-    return Draft(
-        bindings=block,
-        rows=base_rows(sc),
-        goals=[Goal(ledger=sc.cls, record_id=sc.record_id, stage=BASE_GOAL)],
-        reference=with_retries(climb(sc, right, sc.record_id, sc.entry_code, 0, BASE_GOAL), counts),
-        template=CLIMB,
+    base = base_task(sc, block, right)
+    return replace(
+        base,
+        reference=with_retries(base.reference, counts),
         slots=climb_slots(sc, RETRY_NOTE),
-        knob_slots=[],
-        bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code),
         history=history,
         faults=[
             FaultPlan(tool=right[1].name, count=counts[0]),

@@ -12,21 +12,17 @@ The history has no control arm: length is its own factor.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from poisson_tasks.arms import ArmSpec, arm_id
-from poisson_tasks.bundle import Goal
 from poisson_tasks.errors import ArmError
 from poisson_tasks.generator.draft import (
-    BASE_GOAL,
     Draft,
     base_block,
-    base_rows,
-    climb,
-    climb_slots,
+    base_task,
     history_tokens,
     padded_history,
-    stage_call,
 )
-from poisson_tasks.generator.prompts import CLIMB
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import stage_tool
 
@@ -44,14 +40,4 @@ def build(spec: ArmSpec, sc: Scenario) -> Draft:
             f"{arm_id(spec)} at seed {sc.seed}: {exc}; use history:t0 or a level of at least "
             "100 tokens"
         ) from None
-    return Draft(
-        bindings=block,
-        rows=base_rows(sc),
-        goals=[Goal(ledger=sc.cls, record_id=sc.record_id, stage=BASE_GOAL)],
-        reference=climb(sc, right, sc.record_id, sc.entry_code, 0, BASE_GOAL),
-        template=CLIMB,
-        slots=climb_slots(sc),
-        knob_slots=[],
-        bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code),
-        history=history,
-    )
+    return replace(base_task(sc, block, right), history=history)

@@ -12,17 +12,16 @@ stage calls: seven turns at every level.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from poisson_tasks.arms import ArmSpec
-from poisson_tasks.bundle import Goal, ToolCall
+from poisson_tasks.bundle import ToolCall
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.generator.draft import (
-    BASE_GOAL,
     Draft,
     base_block,
-    base_rows,
-    climb,
+    base_task,
     climb_slots,
-    stage_call,
 )
 from poisson_tasks.generator.prompts import SPREAD, listing
 from poisson_tasks.generator.scenario import ENTRY_CODE_HEX, Scenario
@@ -61,13 +60,5 @@ def build(spec: ArmSpec, sc: Scenario) -> Draft:
     reads = [
         ToolCall(name=name, arguments={"query": sc.queries[i]}) for i, name in enumerate(in_order)
     ]
-    return Draft(
-        bindings=block,
-        rows=base_rows(sc),
-        goals=[Goal(ledger=sc.cls, record_id=sc.record_id, stage=BASE_GOAL)],
-        reference=[*reads, *climb(sc, right, sc.record_id, sc.entry_code, 0, BASE_GOAL)],
-        template=SPREAD,
-        slots=slots,
-        knob_slots=[],
-        bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code),
-    )
+    base = base_task(sc, block, right)
+    return replace(base, reference=[*reads, *base.reference], template=SPREAD, slots=slots)
