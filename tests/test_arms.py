@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id, levels, parse_arm_id
+from poisson_tasks.arms import (
+    FAULTS_MAX,
+    HISTORY_MAX,
+    HISTORY_MIN,
+    KNOBS,
+    ArmSpec,
+    all_arms,
+    arm_id,
+    levels,
+    nearest_levels,
+    parse_arm_id,
+)
 from poisson_tasks.errors import ArmError
+from poisson_tasks.generator import generate
+from poisson_tasks.generator.scenario import MAX_SEED
 
 VALID = [
     "depth:d3",
@@ -90,3 +105,75 @@ def test_levels() -> None:
 def test_constructor_refuses() -> None:
     with pytest.raises(ArmError, match="level"):
         ArmSpec(knob="depth", level=12)
+
+
+# --- every accepted arm builds --------------------------------------------------------------------
+
+# Levels a user can write, biased to the edges of each knob's range where refusals begin.
+_EDGES = [0, 1, 2, 3, 4, 5, 7, 8, 9, 14, 15, 63, 64, 65, 83, 84, 99, 100, 101, 257, 258, 259]
+_LEVELS = st.one_of(
+    st.sampled_from([*_EDGES, HISTORY_MAX - 1, HISTORY_MAX, HISTORY_MAX + 1]),
+    st.integers(min_value=0, max_value=70000),
+)
+_SEEDS = st.one_of(st.integers(0, 300), st.integers(0, MAX_SEED))
+
+
+def _accepted(knob: str, level: int, control: int | None) -> ArmSpec | None:
+    try:
+        return ArmSpec(knob=knob, level=level, control=control)  # type: ignore[arg-type]
+    except ArmError:
+        return None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    knob=st.sampled_from(KNOBS),
+    level=_LEVELS,
+    control=st.one_of(st.none(), _LEVELS),
+    seed=_SEEDS,
+)
+def test_every_accepted_arm_generates(
+    knob: str, level: int, control: int | None, seed: int
+) -> None:
+    """Whatever ArmSpec accepts builds at any seed; what it refuses, it refuses at parse time."""
+    spec = _accepted(knob, level, control)
+    if spec is None:
+        return
+    bundle = generate(arm_id(spec), seed, pins=False)
+    assert bundle.arm_id == arm_id(spec)
+
+
+@pytest.mark.parametrize("level", [1, 50, 83, HISTORY_MIN - 1])
+def test_history_too_short_to_build_is_refused_at_parse_time(level: int) -> None:
+    with pytest.raises(ArmError, match=f"nearest t0 or t{HISTORY_MIN}"):
+        parse_arm_id(f"history:t{level}")
+
+
+@pytest.mark.parametrize(
+    ("text", "nearest"),
+    [
+        (f"faults:f{FAULTS_MAX + 1}", f"nearest f{FAULTS_MAX}"),
+        ("faults:f1000000", f"nearest f{FAULTS_MAX}"),
+        ("history:t1000000000", f"nearest t{HISTORY_MAX}"),
+        ("depth:d9", "nearest d8"),
+        ("shape:w3", "nearest w2 or w4"),
+        ("block:k7", "nearest k8"),
+    ],
+)
+def test_refusals_give_the_nearest_valid_levels(text: str, nearest: str) -> None:
+    with pytest.raises(ArmError, match=nearest):
+        parse_arm_id(text)
+
+
+def test_nearest_levels() -> None:
+    assert nearest_levels("history", 50) == (0, HISTORY_MIN)
+    assert nearest_levels("history", 10**9) == (HISTORY_MAX,)
+    assert nearest_levels("depth", 0) == (1,)
+    assert nearest_levels("depth", 4) == (4,)
+
+
+@pytest.mark.parametrize("text", ["depth:d" + "9" * 5000, "x" * 100_000, "depth:d1" + "0" * 30])
+def test_huge_ids_are_refused_in_one_short_line(text: str) -> None:
+    with pytest.raises(ArmError) as info:
+        parse_arm_id(text)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 400

@@ -82,13 +82,36 @@ _NO_CONTROL: frozenset[Knob] = frozenset({"similarity", "spread", "history"})
 _BASE_TURNS = 3  # two chained stage calls plus the reply turn
 
 
+# Bounds no spec range gives. History below HISTORY_MIN (but above 0) has no task: no seeded
+# read call and answer is shorter than about 84 tokens at some seed, so the floor keeps a margin and
+# every accepted level builds at every seed. The upper bounds keep a task inside a model's context
+# and the generator's work small (history:t65536 and faults:f64 build in milliseconds).
+HISTORY_MIN = 100
+HISTORY_MAX = 65536
+FAULTS_MAX = 64
+MAX_ARM_ID = 64  # the longest valid id is about 40 characters
+LEVEL_DIGITS = 12  # a level or control written with more digits is refused before it is read
+# Each knob's valid levels as inclusive ranges.
+_VALID: dict[Knob, tuple[tuple[int, int], ...]] = {
+    "depth": ((1, 8),),
+    "distractor": ((0, 14),),
+    "similarity": ((0, 3),),
+    "faults": ((0, FAULTS_MAX),),
+    "history": ((0, 0), (HISTORY_MIN, HISTORY_MAX)),
+    "block": ((8, 258),),
+    "arguments": ((2, 8),),
+    "shape": ((1, 2), (4, 4)),
+    "spread": ((1, 4),),
+}
+
+
 def _valid_range(knob: Knob) -> str:
     return {
         "depth": "1 to 8",
         "distractor": "0 to 14",
         "similarity": "0 to 3",
-        "faults": "0 or more",
-        "history": "0 or more tokens",
+        "faults": f"0 to {FAULTS_MAX}",
+        "history": f"0, or {HISTORY_MIN} to {HISTORY_MAX} tokens",
         "block": "8 to 258",
         "arguments": "2 to 8",
         "shape": "1, 2 or 4",
@@ -97,21 +120,28 @@ def _valid_range(knob: Knob) -> str:
 
 
 def _level_ok(knob: Knob, level: int) -> bool:
-    if knob == "depth":
-        return 1 <= level <= 8
-    if knob == "distractor":
-        return 0 <= level <= 14
-    if knob == "similarity":
-        return 0 <= level <= 3
-    if knob in ("faults", "history"):
-        return level >= 0
-    if knob == "block":
-        return 8 <= level <= 258
-    if knob == "arguments":
-        return 2 <= level <= 8
-    if knob == "shape":
-        return level in (1, 2, 4)
-    return 1 <= level <= 4  # spread
+    return any(lo <= level <= hi for lo, hi in _VALID[knob])
+
+
+def nearest_levels(knob: Knob, level: int) -> tuple[int, ...]:
+    """The valid levels closest to `level` on either side (one where it lies beyond the ends)."""
+    below = [min(hi, level) for lo, hi in _VALID[knob] if lo <= level]
+    above = [max(lo, level) for lo, hi in _VALID[knob] if hi >= level]
+    out = sorted({*([max(below)] if below else []), *([min(above)] if above else [])})
+    return tuple(out)
+
+
+def _why(knob: Knob, level: int) -> str:
+    if knob == "history" and 0 < level < HISTORY_MIN:
+        return (
+            f" (a seeded history of {level} tokens cannot be built: the shortest read call and "
+            "answer is about 84 tokens at some seeds)"
+        )
+    return ""
+
+
+def _nearest_text(knob: Knob, level: int) -> str:
+    return " or ".join(f"{PREFIX[knob]}{v}" for v in nearest_levels(knob, level))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +162,10 @@ class ArmSpec:
             raise ArmError(f"level must be an integer, got {self.level!r}")
         if not _level_ok(self.knob, self.level):
             raise ArmError(
-                f"level {self.level} is outside the {self.knob} design; valid levels: "
-                f"{_valid_range(self.knob)} (candidates {', '.join(map(str, levels(self.knob)))})"
+                f"level {self.level} is outside the {self.knob} design{_why(self.knob, self.level)}; "
+                f"valid levels: {_valid_range(self.knob)}, nearest "
+                f"{_nearest_text(self.knob, self.level)} "
+                f"(candidates {', '.join(map(str, levels(self.knob)))})"
             )
         if self.control is not None:
             if self.knob in _NO_CONTROL:
@@ -146,7 +178,8 @@ class ArmSpec:
             if not _level_ok(self.knob, self.control):
                 raise ArmError(
                     f"control level {self.control} is outside the {self.knob} design; "
-                    f"valid levels: {_valid_range(self.knob)}"
+                    f"valid levels: {_valid_range(self.knob)}, nearest "
+                    f"{_nearest_text(self.knob, self.control)}"
                 )
             if self.control <= self.level:
                 raise ArmError(
@@ -228,12 +261,19 @@ _ID = re.compile(
 
 def parse_arm_id(text: str) -> ArmSpec:
     """Parse an arm id back into its ArmSpec; raises ArmError naming what is wrong."""
-    m = _ID.match(text.strip()) if isinstance(text, str) else None
+    m = _ID.match(text.strip()) if isinstance(text, str) and len(text) <= MAX_ARM_ID else None
     if m is None:
+        shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
         raise ArmError(
-            f"arm id {text!r} is not of the form knob:<letter><level>[+control][@k16][/train][/leaky];"
+            f"arm id {shown} is not of the form knob:<letter><level>[+control][@k16][/train][/leaky];"
             " examples: depth:d3, distractor:r8@k16, depth:d1+h8, faults:f0+len(f4)"
         )
+    for group in ("level", "h", "lc", "k"):
+        if m[group] is not None and len(m[group]) > LEVEL_DIGITS:
+            raise ArmError(
+                f"arm id {text[:40]!r}: a level of {len(m[group])} digits is far outside every "
+                f"knob's design (levels have at most {LEVEL_DIGITS} digits); see `poisson-tasks knobs`"
+            )
     knob = m["knob"]
     if knob not in KNOBS:
         raise ArmError(

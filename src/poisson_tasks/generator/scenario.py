@@ -60,9 +60,17 @@ class Scenario:
         return digest(asdict(self))
 
 
+MAX_SEED = 2**63 - 1  # seeds are written as JSON integers; wider ones do not fit a signed int64
+
+
 def check_seed(seed: object) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise SeedError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SeedError(f"seed must be a non-negative integer, got {type(seed).__name__}")
+    if not 0 <= seed <= MAX_SEED:
+        shown = str(seed) if seed.bit_length() <= 64 else f"a {seed.bit_length()}-bit integer"
+        raise SeedError(
+            f"seed must be a non-negative integer up to {MAX_SEED} (2^63 - 1), got {shown}"
+        )
     return seed
 
 
