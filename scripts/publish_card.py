@@ -1,10 +1,10 @@
-"""Store a finished run folder as a published card in calibration/, then render every card again.
+"""Store a finished run folder as a published card in src/poisson_tasks/data/published/, then render every card again.
 
     .venv/bin/python scripts/publish_card.py RUN_DIR NAME
     .venv/bin/python scripts/publish_card.py runs/reference-oracle reference-oracle
 
 Copies run.json, stores episodes.jsonl gzip-compressed (mtime 0, so the bytes repeat), adds NAME to
-calibration/manifest.json, and writes card.json and card.md for every listed card (a new card can
+src/poisson_tasks/data/published/manifest.json, and writes card.json and card.md for every listed card (a new card can
 change the others' "does not claim" lines). `poisson-tasks card --published` then checks them.
 """
 

@@ -1,6 +1,7 @@
 """Published cards: stored records, rebuilt byte for byte, and read beside a run.
 
-Layout of the published folder (the repository's `calibration/`):
+Layout of the published folder (`src/poisson_tasks/data/published/`, shipped in the wheel as
+package data, so `card --published` and `--compare published` work from an installed package):
 
     manifest.json            {"cards": [names...], "format": "poisson-tasks/published@1"}
     <name>/run.json          the run's header, as the runner wrote it
@@ -33,7 +34,7 @@ from poisson_tasks.calibration.records import EPISODES_GZ, records_from_run
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
 from poisson_tasks.runfolder import EPISODES, HEADER, read_header
 
-PUBLISHED_DIR = Path(__file__).resolve().parents[3] / "calibration"
+PUBLISHED_DIR = Path(__file__).resolve().parents[1] / "data" / "published"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "poisson-tasks/published@1"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
