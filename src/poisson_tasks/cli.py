@@ -240,7 +240,7 @@ def _run_then_card(
     if out is None:
         for path in write_card(result.artifact, result.folder / "card"):
             typer.echo(str(path), err=True)
-    return result.artifact, not result.summary.complete
+    return result.artifact, result.summary.exit_code == 3
 
 
 @app.command()
@@ -276,9 +276,9 @@ def run(
 ) -> None:
     """Run a pre-registered study into a run folder.
 
-    Exit 0 when every planned episode is scored, 3 when a limit stopped the run early (continue
-    it with --resume), 1 when the format alarm rings (the run is recorded), 2 on bad input or an
-    endpoint that refuses the run.
+    Exit 0 when the run completed, 3 when a limit stopped it early (continue it with --resume), 1
+    when an alarm rings (instrument failures over thresholds.instrument_max, or format clause 1;
+    the run is recorded), 2 on bad input or an endpoint that refuses the run.
     """
     from datetime import UTC, datetime
 
@@ -318,9 +318,15 @@ def run(
             "tool parser",
             err=True,
         )
-        raise typer.Exit(1)
-    if not summary.complete:
-        raise typer.Exit(3)
+    if summary.instrument_alarm:
+        typer.echo(
+            f"error: {summary.instrument} of {summary.written} episodes this session failed on "
+            f"the instrument's side (above thresholds.instrument_max {summary.instrument_max:g}: "
+            f"{', '.join(f'{k} {v}' for k, v in summary.outcomes.items())}); their cells will be "
+            "withheld: check the server, then --resume runs them again",
+            err=True,
+        )
+    raise typer.Exit(summary.exit_code)
 
 
 def main() -> None:

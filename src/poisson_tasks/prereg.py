@@ -23,9 +23,17 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import canonical_json, digest
@@ -41,6 +49,12 @@ PROVIDERS: tuple[str, ...] = ("openai", "vllm", "ollama", "openai-compatible", "
 SELF_SERVED: frozenset[str] = frozenset({"vllm", "ollama"})
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Names that carry a credential, in a query string, a request body or a header.
+_CREDENTIAL_NAME = re.compile(
+    r"(^|[_\-.])(api[_\-]?key|apikey|key|token|access[_\-]?token|secret|password|passwd"
+    r"|auth|authorization|bearer|credentials?|sig|signature)$",
+    re.IGNORECASE,
+)
 _KEYLIKE = re.compile(r"^(sk-|sk_|Bearer )|^(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{24,}$")
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -77,8 +91,24 @@ class Serving(BaseModel):
         return OPENAI_BASE_URL if self.provider == "openai" else None
 
 
+def _drop_unset(
+    model: BaseModel, handler: SerializerFunctionWrapHandler, optional: tuple[str, ...]
+) -> dict[str, Any]:
+    """The model's fields less the optional ones left unset: a document written before those
+    fields existed keeps its hash."""
+    out: dict[str, Any] = handler(model)
+    for name in optional:
+        if out.get(name) is None:
+            out.pop(name, None)
+    return out
+
+
 class Decoding(BaseModel):
-    """The decoding, declared in full; `extra_body` carries provider-specific fields verbatim."""
+    """The decoding, declared in full; `extra_body` carries provider-specific fields verbatim.
+
+    `seed: derived` sends each attempt its own seed, derived from (task id, attempt) (see
+    runner.endpoint.derived_seed); left out, no seed is sent.
+    """
 
     model_config = _STRICT
 
@@ -87,6 +117,11 @@ class Decoding(BaseModel):
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None
     max_completion_tokens: int
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    seed: Literal["derived"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _drop_unset(self, handler, ("seed",))
 
 
 class Design(BaseModel):
@@ -128,6 +163,11 @@ class Execution(BaseModel):
     backoff_max_s: float = 60.0
     request_timeout_s: float = 300.0
     episode_timeout_s: float = 1800.0
+    retry_after_max_s: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _drop_unset(self, handler, ("retry_after_max_s",))
 
 
 class Preregistration(BaseModel):
@@ -325,6 +365,8 @@ def _check_serving(m: Serving) -> list[str]:
             p.append(f"model.model: {exc}")
     if m.base_url is not None and not m.base_url.startswith(("http://", "https://")):
         p.append(f"model.base_url: must start with http:// or https://, got {m.base_url!r}")
+    elif m.base_url is not None:
+        p.extend(_check_base_url(m.base_url))
     if m.api_key_env is not None:
         if _KEYLIKE.search(m.api_key_env):
             p.append(
@@ -340,8 +382,54 @@ def _check_serving(m: Serving) -> list[str]:
     return p
 
 
+def is_credential_name(name: str) -> bool:
+    """A query, body or header name that carries a credential (api_key, token, authorization...)."""
+    return bool(_CREDENTIAL_NAME.search(name.strip()))
+
+
+def _check_base_url(url: str) -> list[str]:
+    """A base URL carries no credential: no user:password@ and no key-like query parameter. The
+    problem names neither the key nor the URL as written, so the key is never echoed."""
+    parts = urlsplit(url)
+    p: list[str] = []
+    if parts.username is not None or parts.password is not None:
+        p.append(
+            "model.base_url: holds a user name or password (user:key@host); remove it and put "
+            "the key in an environment variable named by model.api_key_env"
+        )
+    names = sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)})
+    bad = [k for k in names if is_credential_name(k)]
+    if bad:
+        p.append(
+            f"model.base_url: query parameter {', '.join(bad)} carries a credential; remove it "
+            "and put the key in an environment variable named by model.api_key_env"
+        )
+    return p
+
+
+def _credential_keys(value: Any, where: str) -> list[str]:
+    """Every key under `value` (nested mappings included) that names a credential."""
+    out: list[str] = []
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            here = f"{where}.{k}"
+            if is_credential_name(str(k)):
+                out.append(here)
+            else:
+                out.extend(_credential_keys(v, here))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.extend(_credential_keys(v, f"{where}[{i}]"))
+    return out
+
+
 def _check_decoding(d: Decoding) -> list[str]:
     p: list[str] = []
+    for where in _credential_keys(d.extra_body, "decoding.extra_body"):
+        p.append(
+            f"{where}: carries a credential, which would be written into the run folder and "
+            "the card; remove it and name the key's environment variable in model.api_key_env"
+        )
     if not 0.0 <= d.temperature <= 2.0:
         p.append(f"decoding.temperature: must be in [0, 2], got {d.temperature}")
     if not 0.0 < d.top_p <= 1.0:
@@ -363,6 +451,11 @@ def _check_decoding(d: Decoding) -> list[str]:
     }
     for key in sorted(set(d.extra_body) & reserved):
         p.append(f"decoding.extra_body.{key}: the runner sets it from the declared fields")
+    if "seed" in d.extra_body:
+        p.append(
+            "decoding.extra_body.seed: one seed would be sent on every attempt of every task; "
+            "write decoding.seed: derived for a seed per attempt, or leave it out"
+        )
     return p
 
 
@@ -522,6 +615,8 @@ def _check_execution(e: Execution) -> list[str]:
     for field in ("request_timeout_s", "episode_timeout_s"):
         if getattr(e, field) <= 0:
             p.append(f"execution.{field}: must be positive")
+    if e.retry_after_max_s is not None and e.retry_after_max_s < 0:
+        p.append("execution.retry_after_max_s: must be 0 or more (seconds)")
     return p
 
 

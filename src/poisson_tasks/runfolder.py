@@ -63,11 +63,13 @@ class Thresholds(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens as the provider reported them; None where it reported nothing (never estimated).
+    """Tokens as the provider reported them, or counted where it reported none.
 
     prompt_tokens is the uncached input (the provider's prompt tokens less the cached ones),
     cached_input_tokens the cached input, completion_tokens already holds the reasoning tokens:
-    an episode's tokens are prompt + cached input + completion.
+    an episode's tokens are prompt + cached input + completion. A response without `usage` is
+    counted with the pinned tokenizer (the request as sent, the reply's text and calls), and
+    estimated_tokens says how many of the episode's tokens were so counted (None: none were).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,6 +79,7 @@ class Usage(BaseModel):
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None
     provider_cost_usd: float | None = None
+    estimated_tokens: int | None = None
 
 
 class Timing(BaseModel):
@@ -112,9 +115,15 @@ class EpisodeLine(BaseModel):
     goal_stages: list[int] = Field(default_factory=list)
     usage: Usage = Usage()
     timing: Timing = Timing()
-    system_fingerprints: list[str] = Field(default_factory=list)
+    system_fingerprints: list[str | None] = Field(
+        default_factory=list, description="per response; None where the response carried none"
+    )
     finish_reasons: list[str] = Field(default_factory=list)
     unparsed_text_calls: int = 0
+    context_overflow: bool = Field(
+        default=False,
+        description="the conversation outgrew the serving context window; scored as turn_limit",
+    )
     error: str | None = None
     transcript: dict[str, Any] = Field(default_factory=dict)
 

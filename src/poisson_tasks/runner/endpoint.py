@@ -1,16 +1,26 @@
 """The model endpoint: one chat completion through the official `openai` client, retries visible.
 
-The client's own retries are off: this module retries 429s (except out-of-credit), 5xx, timeouts and
-dropped connections itself, with exponential backoff and jitter that honours Retry-After, so every
-retry is counted and shown. What cannot be retried is sorted into three kinds:
+The client's own retries are off: this module retries 408s, 429s (except out-of-credit), 5xx,
+timeouts, dropped connections and 200s whose body is not a whole JSON completion itself, with
+exponential backoff and jitter that honours Retry-After (seconds or an HTTP date) and
+retry-after-ms up to `execution.retry_after_max_s`, so every retry is counted and shown. Each
+attempt carries its number in the `X-Poisson-Attempt` header, so a server can tell a retry from the
+request it failed. `execution.request_timeout_s` bounds the whole request (connect, write and every
+read together): a server that trickles its answer cannot stretch it. A 400 saying the conversation
+outgrew the model's context window is `ContextOverflow`, the model's failure (see episode.py). What cannot be retried is sorted into three kinds:
 `CallFailed` (this episode's call failed: the episode is `api_error`), `OutOfCredit` (the account is
 out of credit: the run stops) and `EndpointError` (the endpoint refuses the run: wrong key, unknown
-model; the run stops with one line). No message that leaves this module carries the API key.
+model; the run stops with one line). Every failed response's status, headers (less credentials) and
+first 4 KB of body are kept as evidence. Nothing that leaves this module carries the API key or any
+8-character piece of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import hashlib
+import json
 import random
 import re
 import time
@@ -25,33 +35,181 @@ import orjson
 from poisson_tasks.bundle import ToolCall
 from poisson_tasks.errors import EndpointError
 from poisson_tasks.prereg import Decoding, Execution
+from poisson_tasks.tokens import count_tokens
 
 CHAT_PATH = "/chat/completions"
-# The body is encoded once with orjson and posted through the client's own transport (auth,
-# timeouts, error mapping): the client's per-call parameter transform costs milliseconds per call.
-_JSON_OPTIONS: Any = {"headers": {"Content-Type": "application/json"}}
+ATTEMPT_HEADER = "X-Poisson-Attempt"
+# The body is encoded once with orjson and posted through the client's own transport (auth, error
+# mapping): the client's per-call parameter transform costs milliseconds per call.
+_JSON = {"Content-Type": "application/json"}
 _KEYISH = re.compile(r"\b(sk|key|rk)-[A-Za-z0-9_\-*]{4,}")
+SECRET_PIECE = 8  # any run of this many characters of the key is redacted
+EVIDENCE_BYTES = 4096
+_CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
+)
+RETRY_AFTER_DEFAULT_MAX_S = 300.0
+# The three wordings of "the conversation no longer fits the model's window": OpenAI's error code,
+# vLLM's message, and llama.cpp's message and error type.
+_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length|exceeds? the available context size"
+    r"|exceed_context_size_error",
+    re.IGNORECASE,
+)
+_WINDOW = re.compile(
+    r"maximum context length is (\d+)|available context size \((\d+)|n_ctx\D{0,4}(\d+)", re.I
+)
 
 
 class CallFailed(Exception):
     """A model call that failed for good: the episode is api_error (an instrument failure)."""
 
-    def __init__(self, detail: str, retries: int, seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        detail: str,
+        retries: int,
+        seconds: float = 0.0,
+        evidence: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.retries = retries
         self.seconds = seconds
+        self.evidence = evidence or []
+
+
+class ContextOverflow(CallFailed):
+    """The server says the conversation outgrew the model's context window (an HTTP 400)."""
+
+    def __init__(
+        self,
+        detail: str,
+        retries: int,
+        seconds: float = 0.0,
+        evidence: list[dict[str, Any]] | None = None,
+        window: int | None = None,
+    ) -> None:
+        super().__init__(detail, retries, seconds, evidence)
+        self.window = window
 
 
 class OutOfCredit(EndpointError):
     """The provider says the account is out of credit (OpenAI's insufficient_quota 429)."""
 
 
+def _pieces(secret: str) -> frozenset[str]:
+    n = min(SECRET_PIECE, len(secret))
+    return frozenset(secret[i : i + n] for i in range(len(secret) - n + 1))
+
+
 def redact(text: str, secret: str | None) -> str:
-    """Remove the API key, and anything shaped like one, from a message before it is kept."""
+    """Remove the API key, every 8-character piece of it, and anything shaped like a key."""
     if secret:
         text = text.replace(secret, "[redacted]")
+        n = min(SECRET_PIECE, len(secret))
+        pieces = _pieces(secret)
+        if len(text) >= n and any(text[i : i + n] in pieces for i in range(len(text) - n + 1)):
+            covered = [False] * len(text)
+            for i in range(len(text) - n + 1):
+                if text[i : i + n] in pieces:
+                    covered[i : i + n] = [True] * n
+            out: list[str] = []
+            i = 0
+            while i < len(text):
+                if covered[i]:
+                    while i < len(text) and covered[i]:
+                        i += 1
+                    out.append("[redacted]")
+                else:
+                    out.append(text[i])
+                    i += 1
+            text = "".join(out)
     return _KEYISH.sub("[redacted]", text)
+
+
+def scrub(obj: Any, secret: str | None) -> Any:
+    """A JSON-like value with every string (and key) redacted; the same object when no key is set."""
+    if not secret:
+        return obj
+    if isinstance(obj, str):
+        return redact(obj, secret)
+    if isinstance(obj, dict):
+        return {scrub(k, secret): scrub(v, secret) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [scrub(v, secret) for v in obj]
+    return obj
+
+
+def _clean_surrogates(obj: Any) -> Any:
+    """Lone surrogates (a JSON escape like \ud800 with no pair) become U+FFFD, so they can be kept."""
+    if isinstance(obj, str):
+        return obj.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(obj, dict):
+        return {_clean_surrogates(k): _clean_surrogates(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean_surrogates(v) for v in obj]
+    return obj
+
+
+def loads_lenient(content: bytes) -> Any:
+    """JSON as orjson reads it; a body orjson refuses only for a lone surrogate escape is read by
+    the standard library and its lone surrogates replaced. Raises ValueError when it is not JSON."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return _clean_surrogates(json.loads(content.decode("utf-8", "replace")))
+
+
+def evidence_of(response: httpx2.Response, secret: str | None) -> dict[str, Any]:
+    """What a failed response showed: status, headers less credentials, the body's first 4 KB."""
+    headers = {
+        k.lower(): redact(v, secret)
+        for k, v in response.headers.items()
+        if k.lower() not in _CREDENTIAL_HEADERS
+    }
+    try:
+        raw = response.content
+    except httpx2.ResponseNotRead:  # a streamed body cut off before it was read
+        raw = b""
+    body = raw[:EVIDENCE_BYTES].decode("utf-8", "replace")
+    return {
+        "status": response.status_code,
+        "headers": headers,
+        "body": redact(body, secret),
+        "body_bytes": len(raw),
+    }
+
+
+def retry_after_s(headers: httpx2.Headers, now: float | None = None) -> float | None:
+    """The wait a server asks for: retry-after-ms, else Retry-After in seconds or as an HTTP date."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def overflow_window(text: str) -> int | None:
+    """The context size a context-overflow message states, where it states one."""
+    m = _WINDOW.search(text)
+    if m is None:
+        return None
+    return int(next(g for g in m.groups() if g is not None))
 
 
 @dataclass(slots=True)
@@ -67,6 +225,9 @@ class Reply:
     fingerprint: str | None
     seconds: float
     retries: int
+    reasoning: str | None = None
+    estimated: bool = False
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -129,6 +290,7 @@ def read_reply(body: dict[str, Any], seconds: float, retries: int) -> Reply:
         calls.append(call)
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
     fp = body.get("system_fingerprint")
+    reasoning = message.get("reasoning_content", message.get("reasoning"))
     return Reply(
         raw=body,
         content=content if isinstance(content, str) else None,
@@ -136,18 +298,35 @@ def read_reply(body: dict[str, Any], seconds: float, retries: int) -> Reply:
         wire_calls=wire,
         tool_calls=calls,
         usage=usage,
-        fingerprint=fp if isinstance(fp, str) else None,
+        fingerprint=fp if isinstance(fp, str) and fp else None,
         seconds=seconds,
         retries=retries,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
     )
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+def _has_usage(usage: dict[str, Any] | None) -> bool:
+    return usage is not None and any(
+        isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")
+    )
+
+
+def estimate_usage(payload: bytes, reply: Reply) -> dict[str, int]:
+    """Tokens of a response the server reported none for, counted with the pinned tokenizer: the
+    request body as sent (messages and tools) and the reply's text, reasoning and tool calls."""
+    out = (reply.content or "") + (reply.reasoning or "")
+    out += "".join(c["function"]["name"] + c["function"]["arguments"] for c in reply.wire_calls)
+    return {
+        "prompt_tokens": count_tokens(payload.decode("utf-8", "replace")),
+        "completion_tokens": count_tokens(out),
+    }
+
+
+def derived_seed(task_id: str, attempt: int) -> int:
+    """The per-attempt seed `decoding.seed: derived` sends: sha256("<task id>|<attempt>"), its
+    first 8 bytes big-endian, modulo 2**31 (every server that takes a seed takes an int32)."""
+    h = hashlib.sha256(f"{task_id}|{attempt}".encode()).digest()
+    return int.from_bytes(h[:8], "big") % 2**31
 
 
 class Endpoint:
@@ -163,12 +342,14 @@ class Endpoint:
         execution: Execution,
         counters: Counters | None = None,
         on_retry: Callable[[str], None] | None = None,
+        session: int = 0,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.decoding = decoding
         self.execution = execution
         self.counters = counters or Counters()
+        self.session = session
         self._on_retry = on_retry
         self._secret = api_key
         limits = httpx2.Limits(
@@ -199,6 +380,9 @@ class Endpoint:
     def redact(self, text: str) -> str:
         return redact(text, self._secret)
 
+    def scrub(self, obj: Any) -> Any:
+        return scrub(obj, self._secret)
+
     def _fatal(self, exc: openai.APIStatusError) -> EndpointError:
         status = exc.status_code
         what = self.redact(str(getattr(exc, "message", exc)))
@@ -213,39 +397,61 @@ class Endpoint:
             f"{self.base_url} does not serve model {self.model!r} (404): fix model.model ({what})"
         )
 
+    async def _post(self, payload: bytes, attempt: int) -> httpx2.Response:
+        """One POST, bounded as a whole by request_timeout_s (connect, write and all reads)."""
+        options: Any = {"headers": {**_JSON, ATTEMPT_HEADER: f"{self.session}.{attempt}"}}
+        async with asyncio.timeout(self.execution.request_timeout_s):
+            resp: httpx2.Response = await self.client.post(
+                CHAT_PATH, content=payload, cast_to=httpx2.Response, options=options
+            )
+            await resp.aread()
+            return resp
+
     async def complete(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], user: str
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]],
+        user: str,
+        seed: int | None = None,
     ) -> Reply:
         """One chat completion; retries what can be retried and raises what cannot.
 
         Reply.seconds is the time spent waiting on the endpoint: inside the HTTP calls and in the
         backoff between them; encoding the request and reading the answer are the harness's.
+        `seed`, when given, is sent as the request's `seed`.
         """
         ex = self.execution
         retries = 0
         waited = 0.0
-        payload = orjson.dumps({**self._fixed, "messages": messages, "tools": tools, "user": user})
+        failures: list[dict[str, Any]] = []
+        extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
+        payload = orjson.dumps(
+            {**self._fixed, **extra, "messages": messages, "tools": tools, "user": user}
+        )
+        ceiling = (
+            ex.retry_after_max_s
+            if ex.retry_after_max_s is not None
+            else (RETRY_AFTER_DEFAULT_MAX_S)
+        )
         while True:
             kind: str
             retry_after: float | None = None
             t0 = time.perf_counter()
+            self.counters.calls += 1
             try:
-                self.counters.calls += 1
                 try:
-                    resp = await self.client.post(
-                        CHAT_PATH, content=payload, cast_to=httpx2.Response, options=_JSON_OPTIONS
-                    )
+                    resp = await self._post(payload, retries)
                 finally:
                     waited += time.perf_counter() - t0
-                body = orjson.loads(resp.content)
             except openai.RateLimitError as exc:
+                failures.append(evidence_of(exc.response, self._secret))
                 if exc.code == "insufficient_quota" or (
                     isinstance(exc.body, dict) and exc.body.get("type") == "insufficient_quota"
                 ):
                     raise OutOfCredit(
                         f"{self.base_url} says the account is out of credit (insufficient_quota)"
                     ) from None
-                kind, retry_after = "429", _retry_after(exc)
+                kind, retry_after = "429", retry_after_s(exc.response.headers)
             except (
                 openai.AuthenticationError,
                 openai.PermissionDeniedError,
@@ -253,26 +459,51 @@ class Endpoint:
             ) as exc:
                 raise self._fatal(exc) from None
             except openai.InternalServerError as exc:
-                kind, retry_after = str(exc.status_code), _retry_after(exc)
-            except openai.APITimeoutError:
+                failures.append(evidence_of(exc.response, self._secret))
+                kind, retry_after = str(exc.status_code), retry_after_s(exc.response.headers)
+            except openai.APIStatusError as exc:
+                failures.append(evidence_of(exc.response, self._secret))
+                if exc.status_code == 408:
+                    kind, retry_after = "408", retry_after_s(exc.response.headers)
+                else:
+                    text = exc.response.content.decode("utf-8", "replace")
+                    detail = self.redact(f"HTTP {exc.status_code}: {exc.message}")
+                    if exc.status_code in (400, 413) and _OVERFLOW.search(text):
+                        raise ContextOverflow(
+                            detail, retries, waited, failures, overflow_window(text)
+                        ) from None
+                    raise CallFailed(detail, retries, waited, failures) from None
+            except (openai.APITimeoutError, TimeoutError):
                 kind = "timeout"
             except openai.APIConnectionError:
                 kind = "connection"
-            except openai.APIStatusError as exc:
-                detail = self.redact(f"HTTP {exc.status_code}: {exc.message}")
-                raise CallFailed(detail, retries, waited) from None
-            except orjson.JSONDecodeError:
-                raise CallFailed("the endpoint's answer is not JSON", retries, waited) from None
             else:
-                if not isinstance(body, dict):
-                    raise CallFailed("the endpoint's answer is not a JSON object", retries, waited)
                 try:
-                    return read_reply(body, waited, retries)
-                except CallFailed as exc:
-                    exc.seconds = waited
-                    raise
+                    body = loads_lenient(resp.content)
+                except ValueError:
+                    failures.append(evidence_of(resp, self._secret))
+                    kind = "not_json"
+                else:
+                    if isinstance(body, dict) and "error" in body and "choices" not in body:
+                        failures.append(evidence_of(resp, self._secret))
+                        kind = "error_body"
+                    elif not isinstance(body, dict):
+                        failures.append(evidence_of(resp, self._secret))
+                        kind = "not_json"
+                    else:
+                        try:
+                            reply = read_reply(body, waited, retries)
+                        except CallFailed as exc:
+                            failures.append(evidence_of(resp, self._secret))
+                            exc.seconds, exc.evidence = waited, failures
+                            raise
+                        reply.failures = failures
+                        if not _has_usage(reply.usage):
+                            reply.usage = estimate_usage(payload, reply)
+                            reply.estimated = True
+                        return reply
             if retries >= ex.max_retries:
-                raise CallFailed(f"{kind} after {retries} retries", retries, waited)
+                raise CallFailed(f"{kind} after {retries} retries", retries, waited, failures)
             retries += 1
             self.counters.retries += 1
             self.counters.last_retry = kind
@@ -282,7 +513,7 @@ class Endpoint:
             delay = min(ex.backoff_max_s, ex.backoff_s * 2 ** (retries - 1))
             delay *= 0.5 + random.random() / 2  # jitter spreads retries of concurrent episodes
             if retry_after is not None:
-                delay = max(delay, min(retry_after, ex.backoff_max_s))
+                delay = max(delay, min(retry_after, ceiling))
             t0 = time.perf_counter()
             await asyncio.sleep(delay)
             waited += time.perf_counter() - t0

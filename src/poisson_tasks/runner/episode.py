@@ -1,8 +1,16 @@
 """One episode: the model sees the task's messages and tool block, nothing else, until it replies.
 
 Each tool call is answered with the engine's 52-byte line (domain.engine.apply on bundle.engine).
-The episode ends on a reply without tool calls, on the turn limit (scored turn_limit), or on an
-instrument failure (api_error, wall_timeout). The verdict comes from verifier.verify, and the
+The episode ends on a reply without tool calls, on the turn limit (scored turn_limit), when the
+conversation outgrows the serving context window (also scored turn_limit, flagged
+context_overflow), or on an instrument failure (api_error, wall_timeout).
+
+Context overflow. The spec's outcome vocabulary is closed and has no label for it. A model that
+keeps calling tools until its window is full has used up the conversation's budget exactly as one
+that reaches the turn limit has: the nearest model outcome is turn_limit ("the turn budget ran
+out"), so the episode is scored so and stays in the denominator, with `context_overflow` set on its
+line so the card counts it apart. A first request that already overflows is the instrument's
+problem (the task alone does not fit the window): it raises ArmDoesNotFit, which stops the run. The verdict comes from verifier.verify, and the
 runner's own observations are compared with the verdict's replay (a difference is replay_mismatch).
 """
 
@@ -16,9 +24,10 @@ from typing import Any
 
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
+from poisson_tasks.errors import EndpointError
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
-from poisson_tasks.runner.endpoint import CallFailed, Endpoint, Reply
-from poisson_tasks.runner.textcalls import looks_like_tool_call
+from poisson_tasks.runner.endpoint import CallFailed, ContextOverflow, Endpoint, Reply, derived_seed
+from poisson_tasks.runner.textcalls import text_call_dialect
 from poisson_tasks.verifier import FormatReport, Outcome, verify
 
 Slot = tuple[str, int, int]  # (arm_id, seed, attempt)
@@ -40,6 +49,8 @@ class Trace:
     turns: list[list[ToolCall]] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     text_calls: list[str] = field(default_factory=list)
+    text_call_dialects: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
     retries: int = 0
     model_s: float = 0.0
     call_started: float | None = None
@@ -86,7 +97,9 @@ def _uncached(usage: dict[str, Any] | None) -> int | None:
 
 
 def episode_usage(replies: Sequence[Reply]) -> Usage:
-    """Usage as the provider reported it on each response, summed; never estimated.
+    """Usage as the provider reported it on each response, summed; a response that reported none
+    was counted with the pinned tokenizer (endpoint.estimate_usage) and its tokens are summed into
+    estimated_tokens as well.
 
     Run-folder convention: prompt_tokens is the uncached input, cached_input_tokens the cached
     input (None where the provider reports no cache figure), completion_tokens holds reasoning.
@@ -105,6 +118,13 @@ def episode_usage(replies: Sequence[Reply]) -> Usage:
         provider_cost_usd=float(sum(c for c in costs if c is not None))
         if any(c is not None for c in costs)
         else None,
+        estimated_tokens=sum(
+            (_field(r.usage, "prompt_tokens") or 0) + (_field(r.usage, "completion_tokens") or 0)
+            for r in replies
+            if r.estimated
+        )
+        if any(r.estimated for r in replies)
+        else None,
     )
 
 
@@ -120,6 +140,8 @@ def _transcript(trace: Trace, user: str) -> dict[str, Any]:
         "tool_calls": [[c.model_dump() for c in turn] for turn in trace.turns],
         "observations": trace.observations,
         "text_calls": trace.text_calls,
+        "text_call_dialects": trace.text_call_dialects,
+        "failed_responses": trace.failures,
         "retries": trace.retries,
     }
 
@@ -133,29 +155,58 @@ class EpisodeContext:
     timeout_s: float
     session: int
     resumed: bool
+    derive_seed: bool = False
 
 
-async def _loop(bundle: TaskBundle, ctx: EpisodeContext, trace: Trace, user: str) -> bool:
+class ArmDoesNotFit(EndpointError):
+    """An arm whose first request already exceeds the serving context window."""
+
+
+class _Overflow(Exception):
+    """The conversation outgrew the window after the first request: ends the episode."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+async def _loop(
+    bundle: TaskBundle, ctx: EpisodeContext, trace: Trace, user: str, attempt: int
+) -> bool:
     """The model-call loop; returns True when it hit the turn limit."""
     state = initial_state(bundle.engine)
+    seed = derived_seed(bundle.task_id, attempt) if ctx.derive_seed else None
     for _ in range(ctx.turn_limit):
         trace.request_sizes.append(len(trace.messages))
         trace.call_started = time.perf_counter()
         try:
-            reply = await ctx.endpoint.complete(trace.messages, bundle.tools, user)
+            reply = await ctx.endpoint.complete(trace.messages, bundle.tools, user, seed)
         except CallFailed as exc:
             trace.retries += exc.retries
             trace.model_s += exc.seconds
+            trace.failures.extend(exc.evidence)
             trace.call_started = None
+            if isinstance(exc, ContextOverflow):
+                if not trace.replies:
+                    window = f" (window {exc.window} tokens)" if exc.window else ""
+                    raise ArmDoesNotFit(
+                        f"arm {bundle.arm_id}: the task's first request already exceeds the "
+                        f"served model's context window{window}; serve a longer context or "
+                        f"drop the arm ({exc.detail})"
+                    ) from None
+                raise _Overflow(exc.detail) from None
             raise
         trace.call_started = None
         trace.replies.append(reply)
         trace.retries += reply.retries
         trace.model_s += reply.seconds
+        trace.failures.extend(reply.failures)
         if not reply.tool_calls:
             trace.messages.append({"role": "assistant", "content": reply.content})
-            if looks_like_tool_call(reply.content):
+            dialect = text_call_dialect(reply.content)
+            if dialect is not None:
                 trace.text_calls.append(reply.content or "")
+                trace.text_call_dialects.append(dialect)
             return False
         trace.messages.append(
             {"role": "assistant", "content": reply.content, "tool_calls": reply.wire_calls}
@@ -183,9 +234,13 @@ async def run_episode(
     error: str | None = None
     instrument: Outcome | None = None
     hit_limit = False
+    overflow = False
     try:
         async with asyncio.timeout(ctx.timeout_s):
-            hit_limit = await _loop(bundle, ctx, trace, user)
+            hit_limit = await _loop(bundle, ctx, trace, user, slot[2])
+    except _Overflow as exc:
+        hit_limit = overflow = True
+        error = f"context overflow: {exc.detail}"
     except CallFailed as exc:
         instrument, error = "api_error", exc.detail
     except TimeoutError:
@@ -213,7 +268,7 @@ async def run_episode(
         )
     else:
         outcome = verdict.outcome
-        error = verdict.detail or None
+        error = verdict.detail or error
     scored = verdict is not None and outcome == verdict.outcome
     episode_s = time.perf_counter() - start
     return EpisodeLine(
@@ -239,9 +294,10 @@ async def run_episode(
             harness_s=max(0.0, episode_s - trace.model_s),
             setup_s=setup_s,
         ),
-        system_fingerprints=[r.fingerprint or "" for r in trace.replies],
+        system_fingerprints=[r.fingerprint for r in trace.replies],
         finish_reasons=[r.finish_reason for r in trace.replies],
         unparsed_text_calls=len(trace.text_calls),
+        context_overflow=overflow,
         error=ctx.endpoint.redact(error) if error else None,
-        transcript=_transcript(trace, user),
+        transcript=ctx.endpoint.scrub(_transcript(trace, user)),
     )

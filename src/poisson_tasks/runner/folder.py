@@ -49,12 +49,14 @@ class FolderState:
     """What the folder already holds: scored slots, instrument failures, and what was spent."""
 
     scored: set[Slot] = field(default_factory=set)
+    seen: set[Slot] = field(default_factory=set)
     instrument: Counter[str] = field(default_factory=Counter)
     lines: int = 0
     spend: Spend = field(default_factory=Spend)
 
     def add(self, line: EpisodeLine) -> None:
         self.lines += 1
+        self.seen.add((line.arm_id, line.seed, line.attempt))
         self.spend.add(line.usage)
         if line.outcome in INSTRUMENT_OUTCOMES:
             self.instrument[line.outcome] += 1

@@ -1,13 +1,29 @@
 """What a run records about where it ran: the serving the endpoint reports and package versions.
 
 Reading the serving details is also the preflight: an endpoint that cannot be reached, refuses the
-key or does not serve the model stops the run before its folder is touched.
+key or does not serve the model stops the run before its folder is touched. What is recorded is
+measured where the server exposes it, never copied from the declaration:
+
+- vllm: GET /version and /v1/models must both answer (a 404 means "this is not a vLLM server");
+  the served model's `root` and `max_model_len` are recorded, and /server_info (vLLM's dev-mode
+  route, with the engine's arguments) when it answers.
+- ollama: the base URL must end in /v1 (Ollama's OpenAI-compatible API); GET /api/version, POST
+  /api/show (quantisation, family, context length) and GET /api/tags (the model's digest).
+- openai-compatible: llama.cpp's GET /props (n_ctx) when it answers.
+- A declared revision the server contradicts (Ollama's digest, a Hugging Face snapshot hash in
+  vLLM's `root`) refuses the run; one the server cannot confirm is recorded as "declared, not
+  verified". GPU facts come from a sidecar JSON file named by POISSON_SERVING_SIDECAR (written by
+  the serving container, e.g. from nvidia-smi), when set.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import platform
+import re
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -46,51 +62,200 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+SIDECAR_ENV = "POISSON_SERVING_SIDECAR"
+_SNAPSHOT = re.compile(r"/snapshots/([0-9a-f]{7,40})(?:/|$)")
+NOT_VERIFIED = "declared, not verified"
+
+
 def _root(base_url: str) -> str:
     """The server root under an OpenAI-style /v1 base URL."""
     return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
 
-async def _get(client: httpx2.AsyncClient, url: str, key: str | None) -> Any:
+async def _get(
+    client: httpx2.AsyncClient,
+    url: str,
+    key: str | None,
+    *,
+    method: str = "GET",
+    body: Any = None,
+    required: str | None = None,
+) -> Any:
+    """The JSON (or text) a route answers; None on a 404 or 405 unless `required` says why the
+    route must answer (then one line naming it)."""
     try:
-        resp = await client.get(url)
+        resp = await client.request(method, url, json=body)
     except httpx2.HTTPError as exc:
         reason = redact(str(exc) or type(exc).__name__, key)
         raise EndpointError(
-            f"cannot reach {url} ({reason}): start the server or fix model.base_url"
+            f"cannot reach {redact(url, key)} ({reason}): start the server or fix model.base_url"
         ) from None
     if resp.status_code in (401, 403):
         raise EndpointError(
-            f"{url} refused the API key ({resp.status_code}): check the variable "
+            f"{redact(url, key)} refused the API key ({resp.status_code}): check the variable "
             "model.api_key_env names and its value"
         )
-    if resp.status_code == 404:
+    if resp.status_code in (404, 405):
+        if required is not None:
+            raise EndpointError(f"{redact(url, key)} answered HTTP {resp.status_code}: {required}")
         return None
     if resp.status_code >= 400:
-        raise EndpointError(f"{url} answered HTTP {resp.status_code}: check the server")
+        raise EndpointError(
+            f"{redact(url, key)} answered HTTP {resp.status_code}: check the server"
+        )
     try:
         return resp.json()
     except ValueError:
-        return resp.text[:2000]
+        return redact(resp.text[:2000], key)
+
+
+def _entry(listing: Any, model: str) -> dict[str, Any] | None:
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        return None
+    for d in data:
+        if isinstance(d, dict) and d.get("id") == model:
+            return d
+    return None
+
+
+def _read_sidecar() -> dict[str, Any]:
+    """GPU and server facts the serving container wrote (POISSON_SERVING_SIDECAR), or {}."""
+    path = os.environ.get(SIDECAR_ENV)
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EndpointError(
+            f"{SIDECAR_ENV}={path} cannot be read as JSON ({type(exc).__name__}): fix or unset it"
+        ) from None
+    if not isinstance(data, dict):
+        raise EndpointError(f"{SIDECAR_ENV}={path} must hold a JSON object")
+    return data
+
+
+def _gpu(sidecar: dict[str, Any]) -> str | None:
+    gpu = sidecar.get("gpu")
+    if isinstance(gpu, str):
+        return gpu
+    if isinstance(gpu, dict):
+        name, driver = gpu.get("name"), gpu.get("driver")
+        return (
+            ", ".join(
+                x for x in (str(name) if name else "", f"driver {driver}" if driver else "") if x
+            )
+            or None
+        )
+    return None
+
+
+def _check_revision(declared: str | None, measured: str | None, where: str) -> str | None:
+    """The revision as recorded: the measured one when it confirms the declared one, the declared
+    one marked "declared, not verified" when nothing was measured; a contradiction refuses."""
+    if declared is None:
+        return measured
+    if measured is None:
+        return f"{declared} ({NOT_VERIFIED})"
+    d, m = declared.removeprefix("sha256:").lower(), measured.removeprefix("sha256:").lower()
+    if not (m.startswith(d) or d.startswith(m)) or min(len(d), len(m)) < 7:
+        raise EndpointError(
+            f"model.revision is {declared!r} but {where} reports {measured!r}: the server serves "
+            "other weights; fix model.revision or serve the declared revision"
+        )
+    return f"{measured} (verified: {where})"
+
+
+async def _vllm(
+    client: httpx2.AsyncClient, serving: Serving, base_url: str, key: str | None
+) -> dict[str, Any]:
+    root = _root(base_url)
+    fix = "this is not a vLLM server (vLLM answers /version and /v1/models); fix model.provider"
+    version = await _get(client, f"{root}/version", key, required=fix)
+    listing = await _get(client, f"{base_url}/models", key, required=fix)
+    entry = _entry(listing, serving.model)
+    if entry is None:
+        raise EndpointError(
+            f"{base_url} does not serve model {serving.model!r} (it serves "
+            f"{', '.join(sorted(_model_ids(listing))[:8]) or 'nothing'}): fix model.model"
+        )
+    info = await _get(client, f"{root}/server_info", key)
+    root_path = entry.get("root")
+    snap = _SNAPSHOT.search(root_path) if isinstance(root_path, str) else None
+    out: dict[str, Any] = {
+        "stack": "vllm",
+        "stack_version": version.get("version") if isinstance(version, dict) else None,
+        "served_root": root_path,
+        "context_window": entry.get("max_model_len"),
+        "weights_revision": _check_revision(
+            serving.revision, snap.group(1) if snap else None, "vLLM's model root"
+        ),
+        "details": {"version": version, "models": listing, "server_info": info},
+    }
+    if isinstance(info, dict):
+        args = info.get("vllm_config") or info.get("args")
+        if args is not None:
+            out["flags"] = [str(args)[:2000]]
+    return out
+
+
+async def _ollama(
+    client: httpx2.AsyncClient, serving: Serving, base_url: str, key: str | None
+) -> dict[str, Any]:
+    if not base_url.endswith("/v1"):
+        raise EndpointError(
+            f"model.base_url {redact(base_url, key)} is not Ollama's OpenAI-compatible API, which "
+            "is under /v1: write e.g. http://127.0.0.1:11434/v1"
+        )
+    root = _root(base_url)
+    fix = "this is not an Ollama server (Ollama answers /api/version); fix model.provider"
+    version = await _get(client, f"{root}/api/version", key, required=fix)
+    show = await _get(client, f"{root}/api/show", key, method="POST", body={"model": serving.model})
+    if show is None:
+        raise EndpointError(
+            f"Ollama at {root} has no model {serving.model!r} (/api/show): `ollama pull` it or "
+            "fix model.model"
+        )
+    tags = await _get(client, f"{root}/api/tags", key)
+    digest = None
+    for m in tags.get("models", []) if isinstance(tags, dict) else []:
+        if isinstance(m, dict) and serving.model in (m.get("name"), m.get("model")):
+            digest = m.get("digest") if isinstance(m.get("digest"), str) else None
+    details = show.get("details") if isinstance(show, dict) else None
+    info = show.get("model_info") if isinstance(show, dict) else None
+    window = None
+    if isinstance(info, dict):
+        window = next(
+            (v for k, v in info.items() if k.endswith(".context_length") and isinstance(v, int)),
+            None,
+        )
+    params = show.get("parameters") if isinstance(show, dict) else None
+    return {
+        "stack": "ollama",
+        "stack_version": version.get("version") if isinstance(version, dict) else None,
+        "context_window": window,
+        "quantization": details.get("quantization_level") if isinstance(details, dict) else None,
+        "flags": [str(params)[:2000]] if params else [],
+        "weights_revision": _check_revision(serving.revision, digest, "Ollama's model digest"),
+        "details": {"version": version, "show": {"details": details}, "digest": digest},
+    }
 
 
 async def serving_details(serving: Serving, base_url: str, api_key: str | None) -> dict[str, Any]:
-    """What the endpoint says about itself; raises EndpointError when it cannot serve this run.
-
-    vLLM: GET /version and /v1/models; Ollama: GET /api/version and /v1/models; the reference
-    endpoint: GET /health and /v1/models; OpenAI: GET /v1/models/<model>.
-    """
+    """What the endpoint says about itself; raises EndpointError when it cannot serve this run."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     root = _root(base_url)
+    sidecar = _read_sidecar()
+    extra: dict[str, Any] = {}
     details: dict[str, Any] = {}
     async with httpx2.AsyncClient(timeout=_PREFLIGHT_TIMEOUT_S, headers=headers) as client:
         if serving.provider == "vllm":
-            details["version"] = await _get(client, f"{root}/version", api_key)
+            extra = await _vllm(client, serving, base_url, api_key)
+            details = extra.pop("details")
         elif serving.provider == "ollama":
-            details["version"] = await _get(client, f"{root}/api/version", api_key)
-        elif serving.provider == "reference":
-            details["health"] = await _get(client, f"{root}/health", api_key)
-        if serving.provider == "openai":
+            extra = await _ollama(client, serving, base_url, api_key)
+            details = extra.pop("details")
+        elif serving.provider == "openai":
             entry = await _get(client, f"{base_url}/models/{serving.model}", api_key)
             if entry is None:
                 raise EndpointError(
@@ -98,6 +263,8 @@ async def serving_details(serving: Serving, base_url: str, api_key: str | None) 
                 )
             details["model"] = entry
         else:
+            if serving.provider == "reference":
+                details["health"] = await _get(client, f"{root}/health", api_key)
             listing = await _get(client, f"{base_url}/models", api_key)
             details["models"] = listing
             ids = _model_ids(listing)
@@ -106,11 +273,26 @@ async def serving_details(serving: Serving, base_url: str, api_key: str | None) 
                     f"{base_url} does not serve model {serving.model!r} (it serves "
                     f"{', '.join(sorted(ids)[:8])}): fix model.model"
                 )
+            if serving.provider == "openai-compatible":
+                props = await _get(client, f"{root}/props", api_key)
+                if isinstance(props, dict):
+                    gen = props.get("default_generation_settings")
+                    n_ctx = gen.get("n_ctx") if isinstance(gen, dict) else props.get("n_ctx")
+                    extra["context_window"] = n_ctx if isinstance(n_ctx, int) else None
+                    details["props"] = {"n_ctx": n_ctx, "build_info": props.get("build_info")}
+                if serving.revision is not None:
+                    extra["weights_revision"] = f"{serving.revision} ({NOT_VERIFIED})"
+    gpu = _gpu(sidecar)
+    if gpu is not None:
+        extra["gpu"] = gpu
+    if sidecar:
+        details["sidecar"] = sidecar
     return {
         "provider": serving.provider,
         "base_url": base_url,
         "model": serving.model,
         "revision": serving.revision,
+        **{k: v for k, v in extra.items() if v is not None},
         "details": details,
     }
 

@@ -25,12 +25,16 @@ from poisson_tasks.generator import generate
 from poisson_tasks.prereg import Plan, load_preregistration
 from poisson_tasks.runfolder import EpisodeLine, StopReason, Usage
 from poisson_tasks.runner.budget import Limits
-from poisson_tasks.runner.endpoint import Counters, Endpoint, OutOfCredit
+from poisson_tasks.runner.endpoint import Counters, Endpoint, OutOfCredit, scrub
 from poisson_tasks.runner.episode import EpisodeContext, Slot, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import RunFolder
 from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
+
+LIMIT_STOPS: frozenset[str] = frozenset(
+    {"token_budget", "dollar_budget", "wall_clock", "out_of_credit"}
+)
 
 
 class RunSummary(BaseModel):
@@ -55,8 +59,15 @@ class RunSummary(BaseModel):
     tokens: int = Field(description="tokens over the whole folder")
     dollars: float | None = Field(description="spend over the whole folder; None without rates")
     seconds: float
-    incomplete_arms: list[str]
+    incomplete_arms: list[str] = Field(
+        description="arms with a planned episode that has no line at all (as the card counts)"
+    )
+    unscored_arms: list[str] = Field(
+        default_factory=list,
+        description="arms with a slot whose only lines are instrument failures (--resume reruns)",
+    )
     no_call_max: float = 0.10
+    instrument_max: float = 0.02
 
     @property
     def pending(self) -> int:
@@ -69,6 +80,27 @@ class RunSummary(BaseModel):
     @property
     def scored_this_session(self) -> int:
         return self.written - self.instrument
+
+    @property
+    def limit_stop(self) -> bool:
+        """A limit stopped the session (tokens, dollars, wall clock, out of credit)."""
+        return self.stop_reason in LIMIT_STOPS
+
+    @property
+    def instrument_alarm(self) -> bool:
+        """More than `thresholds.instrument_max` of this session's lines were instrument failures:
+        the serving, not the model, decided the run, and its cells will be withheld."""
+        return self.written > 0 and self.instrument > self.instrument_max * self.written
+
+    @property
+    def exit_code(self) -> int:
+        """1 when an alarm rings (instrument failures over the limit, or format clause 1), 3 when a
+        limit stopped the run before every planned episode had a line, 0 otherwise."""
+        if self.instrument_alarm or self.format_alarm:
+            return 1
+        if self.limit_stop and self.incomplete_arms:
+            return 3
+        return 0
 
     @property
     def format_alarm(self) -> bool:
@@ -127,6 +159,7 @@ class _Session:
             timeout_s=pr.execution.episode_timeout_s,
             session=folder.session.index,
             resumed=folder.session.index > 0,
+            derive_seed=pr.decoding.seed == "derived",
         )
         self.stop_reason: StopReason | None = None
         self.detail: str | None = None
@@ -296,7 +329,7 @@ async def run_plan(
         raise EndpointError("model.base_url: required for this provider")
     endpoint: Endpoint | None = None
     try:
-        serving = await serving_details(pr.model, base_url, key)
+        serving = scrub(await serving_details(pr.model, base_url, key), key)
         if server is not None:
             serving["in_process"] = True
         folder = (
@@ -320,6 +353,7 @@ async def run_plan(
             execution=pr.execution,
             counters=counters,
             on_retry=progress.retry,
+            session=folder.session.index,
         )
         limits = Limits(pr.budget, pr.model.rates, folder.state.spend)
         session = _Session(plan, folder, endpoint, limits, progress, pending)
@@ -350,9 +384,13 @@ async def run_plan(
 def _summary(
     plan: Plan, folder: RunFolder, session: _Session, counters: Counters, seconds: float
 ) -> RunSummary:
-    scored = folder.state.scored
+    scored, seen = folder.state.scored, folder.state.seen
     incomplete = sorted(
-        {a for a, s, k in plan.slots() if (a, s, k) not in scored}, key=plan.arms.index
+        {a for a, s, k in plan.slots() if (a, s, k) not in seen}, key=plan.arms.index
+    )
+    unscored = sorted(
+        {a for a, s, k in plan.slots() if (a, s, k) in seen and (a, s, k) not in scored},
+        key=plan.arms.index,
     )
     pr = plan.preregistration
     return RunSummary(
@@ -374,7 +412,9 @@ def _summary(
         dollars=folder.state.spend.dollars(pr.model.rates),
         seconds=seconds,
         incomplete_arms=incomplete,
+        unscored_arms=unscored,
         no_call_max=pr.thresholds.no_call_max,
+        instrument_max=pr.thresholds.instrument_max,
     )
 
 
@@ -413,6 +453,11 @@ def summary_lines(summary: RunSummary) -> list[str]:
         lines.append(
             f"  incomplete {', '.join(s.incomplete_arms)}; continue with --resume {s.folder}"
         )
+    if s.unscored_arms:
+        lines.append(
+            f"  unscored   {', '.join(s.unscored_arms)} hold slots whose only lines are "
+            f"instrument failures; --resume {s.folder} runs them again"
+        )
     return lines
 
 
@@ -422,4 +467,6 @@ def as_dict(summary: RunSummary) -> dict[str, Any]:
         "pending": summary.pending,
         "complete": summary.complete,
         "format_alarm": summary.format_alarm,
+        "instrument_alarm": summary.instrument_alarm,
+        "exit_code": summary.exit_code,
     }
