@@ -18,6 +18,7 @@ The API key never enters the file: `model.api_key_env` names the environment var
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -57,6 +58,22 @@ _CREDENTIAL_NAME = re.compile(
 )
 _KEYLIKE = re.compile(r"^(sk-|sk_|Bearer )|^(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{24,}$")
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+# Bounds on every size a user can write (checked at validate time, the limit in the message).
+MAX_FILE_BYTES = 1 << 20  # a pre-registration is a page of YAML; 1 MiB is far beyond any real one
+MAX_DEPTH = 32  # nesting of mappings and lists
+MAX_INT = 2**53  # every integer fits a JSON number exactly
+MAX_TASKS = 100_000
+MAX_ATTEMPTS = 1_000
+MAX_ARMS = 500
+MAX_EPISODES = 1_000_000  # arms x tasks x attempts: the plan's slots are held in memory
+MAX_TURNS = 1_000  # turn_limit, slack and horizon
+MAX_COMPLETION_TOKENS = 10_000_000
+MAX_CONCURRENCY = 1_024
+MAX_RETRIES = 100
+MAX_SECONDS = 10_000_000.0  # about 116 days: any wall-clock, timeout or backoff
+MAX_RESAMPLES = 1_000_000
+MIN_RESOLUTION = 0.01  # a finer declared resolution needs more tasks than MAX_TASKS allows
 
 
 class Rates(BaseModel):
@@ -653,6 +670,93 @@ def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
     )
 
 
+def _walk(value: Any, where: str, depth: int = 0) -> list[str]:
+    """Problems anywhere in the raw document: non-finite floats, over-wide integers, deep nesting,
+    non-string keys (extra_body included, since it is sent and hashed verbatim)."""
+    if depth > MAX_DEPTH:
+        return [f"{where}: nested more than {MAX_DEPTH} levels deep"]
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        if abs(value) > MAX_INT:
+            return [
+                f"{where}: an integer of {value.bit_length()} bits is too wide; integers are "
+                f"at most 2^53 ({MAX_INT:,}) in size"
+            ]
+        return []
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [f"{where}: {value} is not a finite number"]
+    if isinstance(value, Mapping):
+        out: list[str] = []
+        for k, v in value.items():
+            if not isinstance(k, str):
+                out.append(f"{where}.{k!s:.40}: keys must be strings")
+                continue
+            out += _walk(v, f"{where}.{k}" if where else k, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        if len(value) > MAX_TASKS:
+            return [f"{where}: {len(value):,} items; at most {MAX_TASKS:,}"]
+        out = []
+        for i, v in enumerate(value):
+            out += _walk(v, f"{where}[{i}]", depth + 1)
+            if len(out) > 20:
+                break
+        return out
+    return []
+
+
+def _too_big(where: str, value: float, limit: float, what: str = "") -> list[str]:
+    if value > limit:
+        return [f"{where}: {value:,} is above the limit of {limit:,}{what}"]
+    return []
+
+
+def _check_bounds(parsed: Mapping[str, Any]) -> list[str]:
+    """Upper bounds on every size; the limit is in each message."""
+    p: list[str] = []
+    d: Design | None = parsed.get("design")
+    if d is not None:
+        p += _too_big("design.tasks", d.tasks, MAX_TASKS)
+        p += _too_big("design.attempts", d.attempts, MAX_ATTEMPTS)
+        p += _too_big("design.arms", len(d.arms), MAX_ARMS, " arms")
+        for field in ("turn_limit", "slack", "horizon"):
+            p += _too_big(f"design.{field}", getattr(d, field), MAX_TURNS)
+        if d.seeds is not None:
+            p += _too_big("design.seeds", len(d.seeds), MAX_TASKS, " seeds")
+            bad = [x for x in d.seeds if not 0 <= x < SEED_MODULUS]
+            if bad:
+                p.append(f"design.seeds: {bad[0]} is outside 0 to {SEED_MODULUS - 1}")
+        if len(d.seed_string) > 1000:
+            p.append(f"design.seed_string: {len(d.seed_string):,} characters; at most 1,000")
+        if not p and d.tasks >= 1 and d.attempts >= 1:
+            episodes = len(d.arms) * d.tasks * d.attempts
+            p += _too_big("design", episodes, MAX_EPISODES, " episodes (arms x tasks x attempts)")
+    dec: Decoding | None = parsed.get("decoding")
+    if dec is not None:
+        p += _too_big(
+            "decoding.max_completion_tokens", dec.max_completion_tokens, MAX_COMPLETION_TOKENS
+        )
+    e: Execution | None = parsed.get("execution")
+    if e is not None:
+        p += _too_big("execution.concurrency", e.concurrency, MAX_CONCURRENCY)
+        p += _too_big("execution.max_retries", e.max_retries, MAX_RETRIES)
+        for field in ("backoff_s", "backoff_max_s", "request_timeout_s", "episode_timeout_s"):
+            p += _too_big(f"execution.{field}", getattr(e, field), MAX_SECONDS, " seconds")
+    b: Budget | None = parsed.get("budget")
+    if b is not None:
+        p += _too_big("budget.wall_clock_s", b.wall_clock_s, MAX_SECONDS, " seconds")
+    t: Thresholds | None = parsed.get("thresholds")
+    if t is not None:
+        p += _too_big("thresholds.bootstrap_resamples", t.bootstrap_resamples, MAX_RESAMPLES)
+        if 0.0 < t.resolution < MIN_RESOLUTION:
+            p.append(
+                f"thresholds.resolution: {t.resolution:g} is below the finest resolution "
+                f"{MIN_RESOLUTION} (it would need more than {MAX_TASKS:,} tasks)"
+            )
+    return p
+
+
 def validate_preregistration(
     doc: Mapping[str, Any] | Preregistration, *, source: str | None = None
 ) -> Plan:
@@ -663,7 +767,13 @@ def validate_preregistration(
         raise PreregistrationError(
             [f"(document): must be a mapping of sections, got {type(doc).__name__}"]
         )
+    problems = _walk(doc, "")
+    if problems:  # nothing below can be trusted with NaN, 2^64 or a nesting bomb in it
+        raise PreregistrationError(problems[:20])
     parsed, problems = _parse_sections(doc)
+    too_big = _check_bounds(parsed)
+    if too_big:  # sizes first: the checks below derive seeds and horizons from them
+        raise PreregistrationError(problems + too_big)
     serving: Serving | None = parsed.get("model")
     if serving is not None:
         problems += _check_serving(serving)
@@ -708,19 +818,92 @@ def validate_preregistration(
     )
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses aliases (no expansion bombs) and duplicate keys (no silent
+    last-one-wins)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an alias (*{event.anchor}) is refused: write the value out in full",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a plain value", key_node.start_mark
+                ) from None
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {str(key)[:40]!r}: each key may appear once",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(text: str, where: str) -> Any:
+    """Parse YAML with the strict loader; any failure is one PreregistrationError line."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary tags
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        what = " ".join(str(exc.problem or exc.context or "unreadable").split())
+        raise PreregistrationError([f"{where}: not valid YAML: {what[:300]}{at}"]) from None
+    except yaml.YAMLError as exc:
+        first = " ".join(str(exc).split())
+        raise PreregistrationError([f"{where}: not valid YAML: {first[:300]}"]) from None
+    except RecursionError:
+        raise PreregistrationError(
+            [f"{where}: nested too deeply to read (at most {MAX_DEPTH} levels are allowed)"]
+        ) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        first = " ".join(str(exc).split())
+        raise PreregistrationError([f"{where}: a value cannot be read: {first[:200]}"]) from None
+
+
 def load_preregistration(path: str | Path) -> Plan:
-    """Read a pre-registration YAML file (yaml.safe_load) and validate it."""
+    """Read a pre-registration file (UTF-8, at most 1 MiB, strict YAML) and validate it."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except IsADirectoryError:
+        raise PreregistrationError(
+            [f"{p}: is a directory, not a pre-registration file; give the YAML file's path"]
+        ) from None
     except OSError as exc:
         problem = f"{p}: cannot be read ({exc.strerror}); check the path"
         raise PreregistrationError([problem]) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise PreregistrationError(
+            [f"{p}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB); a pre-registration is one page"]
+        )
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        first = str(exc).replace("\n", " ")
-        raise PreregistrationError([f"{p}: not valid YAML: {first}"]) from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PreregistrationError(
+            [
+                f"{p}: not UTF-8 text (byte {exc.start} is {data[exc.start : exc.start + 1]!r}); "
+                "save the file as UTF-8"
+            ]
+        ) from None
+    if "\x00" in text:
+        raise PreregistrationError([f"{p}: holds NUL bytes; a pre-registration is YAML text"])
+    doc = read_yaml(text, str(p))
     if not isinstance(doc, Mapping):
         raise PreregistrationError([f"{p}: must be a YAML mapping of sections (format, model ...)"])
     return validate_preregistration(doc, source=str(p))
