@@ -329,6 +329,69 @@ def run(
     raise typer.Exit(summary.exit_code)
 
 
+@app.command()
+def probe(
+    prereg: Annotated[
+        Path | None,
+        typer.Argument(help="A probe registration YAML (format poisson-tasks/probe@1)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="The probe folder to fill (or resume).")
+    ] = None,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option("--from", help="Read a probe folder's records and print its analysis."),
+    ] = None,
+    rerun: Annotated[
+        str | None,
+        typer.Option("--rerun", help="LABEL:ARM, a void arm to run once more (with --cause)."),
+    ] = None,
+    cause: Annotated[
+        str | None,
+        typer.Option("--cause", help="With --rerun: the runner-side cause (it is disclosed)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print probe.json, not probe.md.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """The knob probe: run PREREG into --out (resuming it), or read --from DIR; exit 3 when a
+    folder is left incomplete (run the same command again to resume it)."""
+    from poisson_tasks.calibration.probe import analyse, render_probe, result_json
+    from poisson_tasks.probe import load_probe, rerun_void, run_probe
+
+    try:
+        complete = True
+        if from_dir is not None:
+            if prereg is not None or out is not None or rerun is not None:
+                raise PoissonError("--from reads a probe folder: give no PREREG, --out or --rerun")
+            result = analyse(from_dir)
+        else:
+            if prereg is None or out is None:
+                raise PoissonError("give PREREG and --out DIR to run a probe, or --from DIR")
+            show = False if quiet else None
+            if rerun is not None:
+                label, sep, arm = rerun.partition(":")
+                if not sep or not arm:
+                    raise PoissonError(f"--rerun {rerun!r} is not LABEL:ARM, e.g. nano:faults:f4")
+                run_probe(load_probe(prereg), out, show_progress=show, run=False)
+                done = rerun_void(out, label, arm, cause or "", show_progress=show)
+            else:
+                if cause is not None:
+                    raise PoissonError("--cause goes with --rerun LABEL:ARM")
+                done = run_probe(prereg, out, show_progress=show)
+            result, complete = done.result, done.complete
+        sys.stdout.write(result_json(result).decode() if as_json else render_probe(result))
+        if not complete:
+            raise typer.Exit(3)
+    except PreregistrationError as exc:
+        for problem in exc.problems:
+            typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except PoissonError as exc:
+        raise _fail(exc) from None
+
+
 def main() -> None:
     app()
 

@@ -24,7 +24,7 @@ from poisson_tasks.reference.catalogue import (
     parse_model,
 )
 from poisson_tasks.reference.flaky import AttemptCounter, flaky_fault
-from poisson_tasks.reference.policies import ChatRequest, respond
+from poisson_tasks.reference.policies import ChatRequest, draw, respond, top_arm_request
 from poisson_tasks.reference.wire import (
     CREATED,
     SERVER_NAME,
@@ -177,6 +177,16 @@ class ReferenceApp:
             )
         digest = body_digest(body)
         delay = 0.0
+        if spec.name == "graded" and spec.get("p_top_500") > 0:
+            user_tag = request.get("user")
+            if (
+                isinstance(user_tag, str)
+                and top_arm_request(user_tag)
+                and draw("graded-500", digest, self._attempts.next(digest)) < spec.get("p_top_500")
+            ):
+                return _error(
+                    500, "injected server error (reference policy graded)", "server_error"
+                )
         if spec.name == "flaky":
             fault = flaky_fault(digest, self._attempts.next(digest), spec)
             if fault == "http_500":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from poisson_tasks.arms import KNOBS
 from poisson_tasks.errors import PoissonError
 
 
@@ -36,6 +37,29 @@ def _p(default: float, help_text: str) -> Param:
     return Param(default, *_PROB, help=help_text)
 
 
+UNSET = -1.0  # a graded per-knob rate left at this takes the policy's p_low / p_high
+
+
+def _graded_params() -> dict[str, Param]:
+    """graded: a failure rate at each knob's lowest and highest level, linear in between."""
+    out = {
+        "p_low": _p(0.0, "per episode: chance to stop after one call at a knob's lowest level"),
+        "p_high": _p(0.0, "per episode: the same chance at a knob's highest level"),
+        "length_follows": Param(
+            0, 0, 1, integer=True, help="1: a control arm fails as the level it stands in for"
+        ),
+        "p_top_500": _p(
+            0.0, "per request attempt on a knob's highest-level arm: answer HTTP 500 (a void arm)"
+        ),
+    }
+    for knob in KNOBS:
+        for end in ("low", "high"):
+            out[f"{knob}_{end}"] = Param(
+                UNSET, UNSET, 1.0, help=f"p_{end} for {knob} arms only (-1: p_{end})"
+            )
+    return out
+
+
 # Every policy, its one-line description, and its parameters (reasoning_tokens is on every policy).
 POLICIES: dict[str, tuple[str, dict[str, Param]]] = {
     "oracle": (
@@ -51,6 +75,11 @@ POLICIES: dict[str, tuple[str, dict[str, Param]]] = {
         },
     ),
     "overshoot": ("climbs each goal record to the top stage the tool block offers", {}),
+    "graded": (
+        "the oracle, but gives up after its first call at a rate set per knob level, read from "
+        "the arm id in the request's user tag (a knob-probe fixture)",
+        _graded_params(),
+    ),
     "no-call": ("answers in plain text asking for the entry code; never calls a tool", {}),
     "text-call": ("writes the oracle's next call as plain text (a parser that missed it)", {}),
     "garbage": (

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from poisson_tasks.reference.catalogue import PolicySpec
+from poisson_tasks.arms import ArmSpec, levels, parse_arm_id
+from poisson_tasks.errors import ArmError
+from poisson_tasks.reference.catalogue import UNSET, PolicySpec
 from poisson_tasks.reference.planner import Call, Plan, overshoot_call, plan, wrong_calls
 from poisson_tasks.reference.reading import (
     Conversation,
@@ -107,6 +109,44 @@ def _noisy(spec: PolicySpec, request: ChatRequest) -> Reply:
     return Reply(content=p.reply)
 
 
+def _arm_of(user: str | None) -> ArmSpec | None:
+    """The arm named by the runner's user tag "<arm>|<seed>|<attempt>", or None."""
+    try:
+        return parse_arm_id((user or "").split("|")[0])
+    except ArmError:
+        return None
+
+
+def top_arm_request(user: str | None) -> bool:
+    """Whether the user tag names a knob's highest candidate level (not a control arm)."""
+    arm = _arm_of(user)
+    return arm is not None and arm.control is None and arm.level == levels(arm.knob)[-1]
+
+
+def graded_rate(spec: PolicySpec, arm: ArmSpec) -> float:
+    """graded's chance of giving up on an episode of `arm`: the knob's low rate at its lowest
+    candidate level, its high rate at its highest, linear in the level between (clamped). A control
+    arm is placed at its own level, or at the level it stands in for when length_follows is 1."""
+    cand = levels(arm.knob)
+    level = arm.control if arm.control is not None and spec.get("length_follows") else arm.level
+    x = min(1.0, max(0.0, (level - cand[0]) / (cand[-1] - cand[0])))
+    low, high = spec.get(f"{arm.knob}_low"), spec.get(f"{arm.knob}_high")
+    low = spec.get("p_low") if low == UNSET else low
+    high = spec.get("p_high") if high == UNSET else high
+    return low + (high - low) * x
+
+
+def _graded(spec: PolicySpec, request: ChatRequest) -> Reply:
+    """The oracle, except that with graded_rate's chance (one draw per episode, keyed by the user
+    tag) it stops with a reply once its first call is answered: the episode has a tool call and
+    does not reach the goal."""
+    s = _see(request)
+    arm = _arm_of(request.user)
+    if arm is not None and s.conv.answers and draw("graded", request.user) < graded_rate(spec, arm):
+        return Reply(content=EARLY_STOP_REPLY)
+    return _from_plan(plan(s.task, s.block, s.conv))
+
+
 def _no_call(spec: PolicySpec, request: ChatRequest) -> Reply:
     return Reply(content=NO_CALL_REPLY)
 
@@ -139,6 +179,7 @@ _POLICY_FUNCTIONS = {
     "oracle": _oracle,
     "noisy": _noisy,
     "overshoot": _overshoot,
+    "graded": _graded,
     "no-call": _no_call,
     "text-call": _text_call,
     "garbage": _garbage,
