@@ -198,7 +198,7 @@ def test_a_bad_registration_is_refused_one_line_per_problem() -> None:
 
 def test_the_shipped_reference_probe_registration_validates() -> None:
     reg = validate_probe(
-        yaml.safe_load((ROOT / "preregistrations" / "probe-reference.yaml").read_text())
+        yaml.safe_load((ROOT / "preregistrations" / "probes" / "reference.yaml").read_text())
     )
     assert reg.design.tasks == 60 and reg.design.attempts == 2 and len(reg.design.knobs) == 7
 
@@ -210,7 +210,7 @@ def test_the_full_reference_probe(tmp_path: Path) -> None:
         app,
         [
             "probe",
-            str(ROOT / "preregistrations" / "probe-reference.yaml"),
+            str(ROOT / "preregistrations" / "probes" / "reference.yaml"),
             "--out",
             str(tmp_path / "run"),
             "--quiet",
