@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration import card_from_run, render_document
+from poisson_tasks.calibration.cardjson import card_json
 from poisson_tasks.cli import app
 from poisson_tasks.runfolder import EpisodeLine, iter_episodes, read_header
 from poisson_tasks.runner.endpoint import derived_seed, redact, retry_after_s
@@ -215,6 +216,9 @@ def test_a_study_without_usage_stops_at_its_token_cap(tmp_path: Path) -> None:
     header = read_header(tmp_path / "run")
     assert header.sessions[-1].stop_reason == "token_budget"
     assert all(ln.usage.estimated_tokens for ln in lines)
+    card = card_from_run(tmp_path / "run")
+    assert card.serving_observed is not None and card.serving_observed.estimated_share == 1.0
+    assert "(100.0% of all tokens)" in render_document(card)
 
 
 # --------------------------------------------------------------------------- failed responses
@@ -399,8 +403,11 @@ def test_a_mid_episode_overflow_is_the_models_failure(tmp_path: Path, body: dict
     assert [ln.outcome for ln in lines] == ["turn_limit", "turn_limit"]
     assert all(ln.context_overflow and "context" in (ln.error or "") for ln in lines)
     assert res.exit_code == 0
-    (cell,) = card_from_run(tmp_path / "run").cells
+    card = card_from_run(tmp_path / "run")
+    (cell,) = card.cells
     assert cell.scored == 2 and cell.instrument.count == 0  # in the denominator
+    assert card.serving_observed is not None and card.serving_observed.context_overflow == 2
+    assert f"context overflow: 2 episodes (`{ARM}` 2)" in render_document(card)
 
 
 def test_an_overflow_on_the_first_request_refuses_the_arm(tmp_path: Path) -> None:
@@ -574,3 +581,35 @@ def test_a_key_echoed_whole_or_in_part_never_reaches_the_folder(
 def test_redaction_covers_every_eight_character_piece() -> None:
     out = redact(f"a {KEY[2:12]} b {KEY[-8:]} c {KEY[5:12]}", KEY)
     assert out == f"a [redacted] b [redacted] c {KEY[5:12]}"  # 7 characters are not a piece
+
+
+def test_fingerprints_are_counted_on_the_card_and_null_when_absent(tmp_path: Path) -> None:
+    def script(seen: Seen, oracle: dict[str, Any]) -> Answer:
+        if seen.turn == 0:
+            oracle["system_fingerprint"] = "fp_a"
+        else:
+            oracle.pop("system_fingerprint", None)
+        return Answer(200, oracle)
+
+    with serve(script) as double:
+        run_cli(prereg(tmp_path, double.base_url, tasks=2), tmp_path / "run")
+    lines = lines_of(tmp_path / "run")
+    assert all(ln.system_fingerprints[0] == "fp_a" for ln in lines)
+    assert all(fp is None for ln in lines for fp in ln.system_fingerprints[1:])
+    observed = card_from_run(tmp_path / "run").serving_observed
+    assert observed is not None and observed.system_fingerprints == {"fp_a": 2}
+    assert observed.responses_without_fingerprint == observed.responses - 2 > 0
+
+
+def test_no_fingerprint_at_all_is_null_on_the_card(tmp_path: Path) -> None:
+    def script(seen: Seen, oracle: dict[str, Any]) -> Answer:
+        oracle.pop("system_fingerprint", None)
+        return Answer(200, oracle)
+
+    with serve(script) as double:
+        run_cli(prereg(tmp_path, double.base_url), tmp_path / "run")
+    card = card_from_run(tmp_path / "run")
+    assert card.serving_observed is not None and card.serving_observed.system_fingerprints is None
+    assert "system_fingerprint over" in render_document(card)
+    assert "null (none of" in render_document(card)
+    assert '"system_fingerprints": null' in card_json(card).decode()

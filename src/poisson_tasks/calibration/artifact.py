@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.runfolder import Thresholds
@@ -32,6 +38,7 @@ __all__ = [
     "PassAtK",
     "PublishedFacts",
     "RateFigure",
+    "ServingObserved",
     "Statements",
     "Totals",
 ]
@@ -197,6 +204,26 @@ class PublishedFacts(_Frozen):
     attempts: int
 
 
+class ServingObserved(_Frozen):
+    """What the responses showed about the serving, over every episode line of a model card.
+
+    system_fingerprints: each distinct `system_fingerprint` and how many responses carried it
+    (None when no response carried one); estimated_tokens: tokens counted with the pinned tokenizer
+    because a response reported no usage, and their share of all tokens; context_overflow:
+    episodes that ended because the conversation outgrew the serving context window (scored
+    turn_limit, in the denominator); context_window: the window the server reported.
+    """
+
+    responses: int
+    system_fingerprints: dict[str, int] | None
+    responses_without_fingerprint: int
+    estimated_tokens: int
+    estimated_share: float | None
+    context_overflow: int
+    context_overflow_by_arm: dict[str, int]
+    context_window: int | None
+
+
 class Artifact(_Frozen):
     """A card: one model's figures per level, the comparisons, costs, provenance and texts."""
 
@@ -214,6 +241,16 @@ class Artifact(_Frozen):
     no_call_peak: NoCallPeak | None
     published_cards: list[str] = Field(default_factory=list)
     statements: Statements
+    serving_observed: ServingObserved | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when None: a card without serving observations keeps the bytes it had before
+        # the field existed (the published reference-policy cards).
+        out: dict[str, Any] = handler(self)
+        if out.get("serving_observed") is None:
+            out.pop("serving_observed", None)
+        return out
 
     def cell(self, arm_id: str) -> Cell:
         """The cell of one arm; KeyError when the card has none."""

@@ -11,12 +11,19 @@ Refusals:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 from poisson_tasks.arms import KNOBS, parse_arm_id
-from poisson_tasks.calibration.artifact import Artifact, Cell, KnobTable, NoCallPeak, PublishedFacts
+from poisson_tasks.calibration.artifact import (
+    Artifact,
+    Cell,
+    KnobTable,
+    NoCallPeak,
+    PublishedFacts,
+    ServingObserved,
+)
 from poisson_tasks.calibration.comparisons import knob_table
 from poisson_tasks.calibration.figures import CellCounts, build_cell, no_call_share, totals
 from poisson_tasks.calibration.provenance import Provenance, provenance_from_run
@@ -26,7 +33,7 @@ from poisson_tasks.errors import CardRefusal, RunFolderError
 from poisson_tasks.hashes import generator_hash
 from poisson_tasks.runfolder import Thresholds
 
-__all__ = ["build_artifact", "card_from_run"]
+__all__ = ["build_artifact", "card_from_run", "serving_observed"]
 
 
 def _group(
@@ -126,6 +133,38 @@ def build_artifact(
         no_call_peak=peak,
         published_cards=sorted(p.name for p in published),
         statements=build_statements(kind, provenance, cells, installed, published, th),
+        serving_observed=serving_observed(records, provenance) if kind == "model" else None,
+    )
+
+
+def serving_observed(
+    records: Sequence[EpisodeRecord], provenance: Provenance
+) -> ServingObserved | None:
+    """Fingerprints, estimated tokens and context overflows over every episode line (a model card
+    only: a reference policy's fingerprint is a constant of the policy)."""
+    fingerprints: Counter[str] = Counter()
+    overflows: Counter[str] = Counter()
+    responses = without = estimated = total = 0
+    for r in records:
+        responses += len(r.system_fingerprints)
+        for fp in r.system_fingerprints:
+            if fp:
+                fingerprints[fp] += 1
+            else:
+                without += 1
+        estimated += r.estimated_tokens or 0
+        total += r.tokens or 0
+        if r.context_overflow:
+            overflows[r.arm_id] += 1
+    return ServingObserved(
+        responses=responses,
+        system_fingerprints=dict(sorted(fingerprints.items())) if fingerprints else None,
+        responses_without_fingerprint=without,
+        estimated_tokens=estimated,
+        estimated_share=round(estimated / total, 6) if total else None,
+        context_overflow=sum(overflows.values()),
+        context_overflow_by_arm=dict(sorted(overflows.items())),
+        context_window=provenance.serving.context_window,
     )
 
 

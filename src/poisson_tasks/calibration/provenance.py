@@ -9,7 +9,7 @@ What the card reads from the header's free-form parts, as the runner writes them
 - `serving` (what the endpoint reported about itself): `provider`, `model`, `revision`, and under
   `details` the server's version (`details.version`, from vLLM or Ollama). Optional keys a
   serving stack may add and the card prints: `stack`, `stack_version`, `flags`, `gpu`,
-  `weights_revision`, and `kind` (`api`, `self-served`, `reference`), which otherwise follows
+  `weights_revision`, `context_window`, and `kind` (`api`, `self-served`, `reference`), which otherwise follows
   from the provider: openai is an API, reference is this package's reference policies, and
   vllm, ollama and openai-compatible are served by the user.
 """
@@ -19,7 +19,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration.records import records_sha256
@@ -66,6 +73,15 @@ class ServingInfo(BaseModel):
     gpu: str | None = None
     weights_revision: str | None = None
     policy: str | None = None
+    context_window: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when None, so cards from runs that did not record it keep their bytes.
+        out: dict[str, Any] = handler(self)
+        if out.get("context_window") is None:
+            out.pop("context_window", None)
+        return out
 
 
 class SessionInfo(BaseModel):
@@ -161,6 +177,7 @@ def _serving(header: RunHeader) -> ServingInfo:
     flags = serving.get("flags") or []
     model = serving.get("model") or declared.get("model")
     stack = serving.get("stack") or (provider if kind == "self-served" else None)
+    window = serving.get("context_window")
     return ServingInfo(
         kind=kind,
         provider=provider,
@@ -172,6 +189,7 @@ def _serving(header: RunHeader) -> ServingInfo:
             serving.get("weights_revision") or serving.get("revision") or declared.get("revision")
         ),
         policy=_text(model) if kind == "reference" else None,
+        context_window=window if isinstance(window, int) and not isinstance(window, bool) else None,
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.arms import ArmSpec, Knob, parse_arm_id
 from poisson_tasks.errors import ArmError, RunFolderError
@@ -63,6 +63,9 @@ class EpisodeRecord(BaseModel):
     model_s: float | None
     harness_s: float | None
     setup_s: float | None
+    estimated_tokens: int | None = None
+    context_overflow: bool = False
+    system_fingerprints: list[str | None] = Field(default_factory=list)
 
     @property
     def tokens(self) -> int | None:
@@ -193,6 +196,9 @@ def _record(where: str, line: EpisodeLine, plan: _Plan) -> EpisodeRecord:
         model_s=line.timing.model_s,
         harness_s=line.timing.harness_s,
         setup_s=line.timing.setup_s,
+        estimated_tokens=line.usage.estimated_tokens,
+        context_overflow=line.context_overflow,
+        system_fingerprints=list(line.system_fingerprints),
     )
 
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
+from poisson_tasks.calibration.artifact import (
+    Artifact,
+    Cell,
+    Comparison,
+    KnobTable,
+    RateFigure,
+    ServingObserved,
+)
 from poisson_tasks.calibration.beside import short_hash
 from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.runfolder import Thresholds
@@ -389,7 +396,38 @@ def _serving_lines(p: Provenance) -> list[str]:
             f"- GPU: {s.gpu or NOT_RECORDED}",
             f"- weights revision: {s.weights_revision or NOT_RECORDED}",
         ]
+    if s.context_window is not None:
+        lines.append(f"- context window: {s.context_window} tokens (as the server reported it)")
     return lines
+
+
+def _observed_lines(o: ServingObserved | None) -> list[str]:
+    """What the responses showed about the serving (model cards)."""
+    if o is None:
+        return []
+    if o.system_fingerprints:
+        fps = ", ".join(f"`{k}` x{v}" for k, v in o.system_fingerprints.items())
+        fps += (
+            f"; none on {o.responses_without_fingerprint}"
+            if o.responses_without_fingerprint
+            else ""
+        )
+    else:
+        fps = f"null (none of {o.responses} responses carried one)"
+    share = f"{o.estimated_share:.1%}" if o.estimated_share is not None else "-"
+    overflow = (
+        f"{o.context_overflow} episodes ("
+        + ", ".join(f"`{a}` {n}" for a, n in o.context_overflow_by_arm.items())
+        + "), scored turn_limit and kept in the denominator"
+        if o.context_overflow
+        else "0 episodes"
+    )
+    return [
+        f"- system_fingerprint over {o.responses} responses: {fps}",
+        f"- tokens estimated with the pinned tokenizer (responses without usage): "
+        f"{o.estimated_tokens:,} ({share} of all tokens)",
+        f"- context overflow: {overflow}",
+    ]
 
 
 def _provenance_section(a: Artifact) -> list[str]:
@@ -422,6 +460,7 @@ def _provenance_section(a: Artifact) -> list[str]:
         f"- pre-registration hash: `{p.preregistration_hash}`",
         f"- records sha256: `{p.records_sha256}`",
         *_serving_lines(p),
+        *_observed_lines(a.serving_observed),
         f"- decoding: {_mapping(p.decoding)}",
         f"- budget: {_mapping(p.budget)}",
         f"- turn limit: {p.turn_limit if p.turn_limit is not None else NOT_RECORDED} model calls",
