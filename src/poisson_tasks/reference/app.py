@@ -31,9 +31,11 @@ from poisson_tasks.reference.wire import (
     body_digest,
     completion,
     error_body,
+    stream_body,
 )
 
 CHAT_PATH = "/v1/chat/completions"
+_SSE = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,10 +160,9 @@ class ReferenceApp:
             return _bad("'messages' must be a non-empty list of message objects", "messages")
         if tools is not None and not isinstance(tools, list):
             return _bad("'tools' must be a list of tool objects", "tools")
-        if request.get("stream"):
-            return _bad(
-                "stream is not supported by the reference endpoint; send stream=false", "stream"
-            )
+        stream = request.get("stream")
+        if stream not in (None, False, True):
+            return _bad("'stream' must be true or false", "stream")
         if request.get("n") not in (None, 1):
             return _bad("the reference endpoint returns one choice; send n=1", "n")
         try:
@@ -225,6 +226,10 @@ class ReferenceApp:
                 f"reference policy {spec.name} failed: {type(exc).__name__}: {exc}",
                 "server_error",
             )
+        if stream:
+            options = request.get("stream_options")
+            usage = isinstance(options, dict) and options.get("include_usage") is True
+            return Response(200, stream_body(out, usage), _SSE, delay=delay)
         return Response(200, orjson.dumps(out), delay=delay)
 
 

@@ -79,9 +79,11 @@ def _dechunk(buf: bytearray, pos: int) -> tuple[bytes, int] | None:
 
 
 def _head(status: int, length: int, keep: bool, extra: tuple[tuple[str, str], ...]) -> bytes:
+    types = [v for k, v in extra if k == "content-type"]
+    extra = tuple((k, v) for k, v in extra if k != "content-type")
     lines = [
         f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-        "content-type: application/json",
+        f"content-type: {types[0] if types else 'application/json'}",
         f"content-length: {length}",
         f"server: {SERVER_NAME}/{__version__}",
     ]

@@ -136,6 +136,28 @@ def completion(
     }
 
 
+def stream_body(out: Mapping[str, Any], include_usage: bool) -> bytes:
+    """A completion as the server-sent events of a streamed answer (`stream: true`), all at once:
+    one chunk with the whole message, one with the finish reason, one with the usage when
+    stream_options.include_usage asks for it, then `[DONE]`. The content is the same as the
+    unstreamed answer's; only the framing differs."""
+    head = {k: out[k] for k in ("id", "created", "model", "system_fingerprint")}
+    head["object"] = "chat.completion.chunk"
+    choice = out["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+    chunks: list[dict[str, Any]] = [
+        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+    ]
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": out["usage"]})
+    events = [b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks]
+    return b"".join(events) + b"data: [DONE]\n\n"
+
+
 def error_body(message: str, kind: str, code: str | None = None, param: str | None = None) -> bytes:
     """OpenAI's error object: {"error": {"message", "type", "param", "code"}}."""
     return orjson.dumps({"error": {"message": message, "type": kind, "param": param, "code": code}})
