@@ -142,7 +142,9 @@ class Decoding(BaseModel):
 
 
 class Design(BaseModel):
-    """What is measured: arms x seeds x attempts, the split, strictness, turn limit and horizon."""
+    """What is measured: arms x seeds x attempts, the split, strictness, turn limit and horizon,
+    and the harness that runs each episode: `native` (the runner's own loop, the fast default) or
+    `verifiers-null` (the verifiers taskset on the null harness, the `verifiers` extra)."""
 
     model_config = _STRICT
 
@@ -157,6 +159,16 @@ class Design(BaseModel):
     turn_limit: int = 32
     slack: int
     horizon: int
+    harness: Literal["native", "verifiers-null"] = "native"
+
+    @model_serializer(mode="wrap")
+    def _omit_native(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The default harness is left out of the document's JSON, so the hashes of every
+        # pre-registration written before the option existed stay what they were.
+        out: dict[str, Any] = handler(self)
+        if out.get("harness") == "native":
+            del out["harness"]
+        return out
 
 
 class Budget(BaseModel):

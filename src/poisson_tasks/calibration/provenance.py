@@ -228,13 +228,23 @@ def _turn_limit(header: RunHeader) -> int | None:
     return value
 
 
+def _harness(header: RunHeader) -> str:
+    """The harness that ran the episodes, as the card names it."""
+    if _mapping(header, "design").get("harness") == "verifiers-null":
+        version = header.package_versions.get("verifiers", "unknown")
+        return f"verifiers {version} taskset poisson-tasks-verifiers, null harness"
+    return f"poisson-tasks runner {header.package_version}"
+
+
 def provenance_from_header(header: RunHeader, records_hash: str) -> Provenance:
     """Provenance from a run header and the hash of the episode lines it was read with."""
     strictness = sorted({parse_arm_id(a).strictness for a in header.arms})
     return Provenance(
         package_version=header.package_version,
-        harness=f"poisson-tasks runner {header.package_version}",
-        verifiers_version=header.package_versions.get("verifiers"),
+        harness=_harness(header),
+        verifiers_version=header.package_versions.get("verifiers")
+        if _mapping(header, "design").get("harness") == "verifiers-null"
+        else None,
         engine_hash=header.engine_hash,
         generator_hash=header.generator_hash,
         vocabulary_hash=header.vocabulary_hash,

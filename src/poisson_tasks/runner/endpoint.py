@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx2
 import openai
@@ -361,7 +361,9 @@ class Endpoint:
             base_url=base_url,
             max_retries=0,
             timeout=execution.request_timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(limits=limits),
+            # openai 3 sends over httpx2, openai 2 (verifiers 0.4.0's pin) over httpx, whose
+            # client reads the same three fields from the limits it is given.
+            http_client=cast(Any, openai.DefaultAsyncHttpxClient)(limits=limits),
         )
         # The request body's fixed part; extra_body merges at the top level, as the client does.
         self._fixed: dict[str, Any] = {

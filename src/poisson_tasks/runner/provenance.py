@@ -47,6 +47,7 @@ _PACKAGES = (
     "pyyaml",
     "uvicorn",
     "starlette",
+    "verifiers",
 )
 _PREFLIGHT_TIMEOUT_S = 20.0
 

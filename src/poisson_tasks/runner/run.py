@@ -30,11 +30,13 @@ from poisson_tasks.runner.episode import EpisodeContext, Slot, Trace, episode_us
 from poisson_tasks.runner.folder import RunFolder
 from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
+from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 LIMIT_STOPS: frozenset[str] = frozenset(
     {"token_budget", "dollar_budget", "wall_clock", "out_of_credit"}
 )
+_NULL_BATCH = 8  # verifiers-null: slots per vf-eval child, in multiples of the concurrency
 
 
 class RunSummary(BaseModel):
@@ -265,6 +267,50 @@ class _Session:
         await asyncio.sleep(max(0.0, self.limits.seconds_left()))
         self._stop("wall_clock", hard=True)
 
+    async def run_null(self, base_url: str, api_key: str | None) -> None:
+        """The verifiers-null harness: pending slots in batches through vf-eval (a child process)."""
+        concurrency = self.plan.preregistration.execution.concurrency
+        size = max(1, concurrency * _NULL_BATCH)
+        pending = list(self.pending)
+        self._slots = iter(())
+        while pending and self.stop_reason is None:
+            reason = self.limits.exhausted()
+            if reason is not None:
+                self._stop(reason)
+                break
+            batch, pending = pending[:size], pending[size:]
+            self.progress.in_flight = len(batch)
+            try:
+                lines, _ = await run_batch(
+                    self.plan,
+                    batch,
+                    base_url,
+                    api_key,
+                    self.ctx.session,
+                    self.ctx.resumed,
+                    self.limits.seconds_left(),
+                )
+            except TimeoutError:
+                self.abandoned += len(batch)
+                self._stop("wall_clock")
+                break
+            except EndpointError as exc:
+                self.fatal = exc
+                self._stop("interrupted", str(exc))
+                break
+            finally:
+                self.progress.in_flight = 0
+            await self.folder.write(lines)
+            for line in lines:
+                self._tally(line)
+            done = {(ln.arm_id, ln.seed, ln.attempt) for ln in lines}
+            missing = [s for s in batch if s not in done]
+            if missing:
+                self.abandoned += len(missing)
+                self._stop("interrupted", f"vf-eval returned no trace for {len(missing)} slot(s)")
+        if self.stop_reason is None:
+            self.stop_reason = "complete" if not pending else "interrupted"
+
     async def run(self) -> None:
         concurrency = self.plan.preregistration.execution.concurrency
         self._workers = [asyncio.create_task(self._worker()) for _ in range(concurrency)]
@@ -315,6 +361,8 @@ async def run_plan(
     path = Path(out_dir)
     pr = plan.preregistration
     _check_arms(plan)
+    if pr.design.harness == "verifiers-null":
+        vf_eval_command()  # the extra is missing: stop before the folder is touched
     checked = RunFolder.check_resumable(path, plan) if resume else None
     key = _api_key(plan)
     server = None
@@ -363,7 +411,10 @@ async def run_plan(
         detail: str | None = "the session was interrupted"
         try:
             with progress:
-                await session.run()
+                if pr.design.harness == "verifiers-null":
+                    await session.run_null(base_url, key)
+                else:
+                    await session.run()
             stop, detail = session.stop_reason or "interrupted", session.detail
         finally:
             folder.session.abandoned = session.abandoned
