@@ -92,6 +92,7 @@ def header(
             "turn_limit": 32,
             "slack": 4,
             "horizon": 13,
+            "harness": "verifiers-null",  # the published design's path (reading-a-card.md)
         },
         "budget": {"tokens": 1_000_000, "wall_clock_s": 3600.0, "dollars": None},
     }
