@@ -13,7 +13,6 @@ from synthetic_runs import header, line, write_run
 from poisson_tasks.calibration import provenance_from_run, records_from_run
 from poisson_tasks.calibration.records import records_sha256
 from poisson_tasks.errors import RunFolderError
-from poisson_tasks.hashes import environment_hash
 from poisson_tasks.prereg import validate_preregistration
 from poisson_tasks.runfolder import EPISODES, Timing, Usage, write_header
 
@@ -206,14 +205,6 @@ def test_provenance_reads_declared_rates_and_self_served_details(tmp_path: Path)
         "L4",
     )
     assert s.flags == ["--max-model-len", "16384"]
-
-
-def test_environment_hash_prefers_flake_lock(tmp_path: Path) -> None:
-    lock = tmp_path / "flake.lock"
-    lock.write_bytes(b'{"nodes": {}}\n')
-    assert environment_hash(lock) == "flake.lock:" + hashlib.sha256(b'{"nodes": {}}\n').hexdigest()
-    missing = environment_hash(tmp_path / "absent.lock")
-    assert missing.startswith("distributions:") and missing == environment_hash(tmp_path / "nope")
 
 
 def test_timing_reaches_the_record(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from poisson_tasks.calibration.artifact import (
 )
 from poisson_tasks.calibration.beside import short_hash
 from poisson_tasks.calibration.provenance import Provenance
+from poisson_tasks.hashes import describe_environment_hash
 from poisson_tasks.runfolder import Thresholds
 
 NOT_RECORDED = "not recorded"
@@ -456,7 +457,7 @@ def _provenance_section(a: Artifact) -> list[str]:
         f"- vocabulary hash: `{p.vocabulary_hash}`",
         f"- seed list hash: `{p.seed_list_hash}`",
         f"- seeds ({len(p.seeds)}): {', '.join(str(s) for s in p.seeds)}",
-        f"- environment hash: `{p.environment_hash}`",
+        f"- environment hash: `{p.environment_hash}` ({describe_environment_hash(p.environment_hash)})",
         f"- pre-registration hash: `{p.preregistration_hash}`",
         f"- records sha256: `{p.records_sha256}`",
         *_serving_lines(p),
