@@ -1,0 +1,97 @@
+"""The appliance's files: flake.lock covers flake.nix's inputs, the notebook's cells compile, and
+the serving-flags check refuses a compose file that serves other flags than it records."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "calibration_model_b.ipynb"
+
+
+def _checker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "check_appliance", ROOT / "scripts" / "ci" / "check_appliance.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_flake_lock_pins_every_input_flake_nix_declares() -> None:
+    nix = (ROOT / "flake.nix").read_text(encoding="utf-8")
+    block = nix[nix.index("inputs = {") : nix.index("outputs =")]
+    declared = set(re.findall(r"^    ([\w-]+)(?:\.url)? = ", block, re.M))
+    lock = json.loads((ROOT / "flake.lock").read_text(encoding="utf-8"))
+    nodes = lock["nodes"]
+    assert (
+        set(nodes[lock["root"]]["inputs"])
+        == declared
+        == {
+            "nixpkgs",
+            "pyproject-nix",
+            "uv2nix",
+            "pyproject-build-systems",
+        }
+    )
+    for name in declared:
+        locked = nodes[name]["locked"]
+        assert re.fullmatch(r"[0-9a-f]{40}", locked["rev"]), name
+        assert re.fullmatch(r"sha256-[A-Za-z0-9+/]{43}=", locked["narHash"]), name
+
+
+def test_notebook_is_nbformat_4_and_every_code_cell_compiles() -> None:
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5)
+    ids = [c["id"] for c in nb["cells"]]
+    assert len(set(ids)) == len(ids)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert len(code) >= 5
+    for i, cell in enumerate(code):
+        assert cell["outputs"] == [] and cell["execution_count"] is None, "commit it unexecuted"
+        compile("".join(cell["source"]), f"{NOTEBOOK.name}[{i}]", "exec")
+
+
+def test_notebook_reads_model_revision_and_flags_from_the_vllm_image() -> None:
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    cell = next("".join(c["source"]) for c in nb["cells"] if "SERVE_FLAGS" in "".join(c["source"]))
+    scope: dict[str, Any] = {"SRC": ROOT}
+    exec(cell.split('os.environ["HF_HOME"]')[0], scope)
+    checker = _checker()
+    env = checker._env((ROOT / "docker" / "vllm.Containerfile").read_text(encoding="utf-8"))
+    assert scope["REVISION"] == env["MODEL_REVISION"]
+    assert scope["FLAGS"][:3] == ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    assert scope["flags_line"] == env["SERVE_FLAGS"]
+
+
+def _compose() -> dict[str, Any]:
+    """The compose binary's normalised view of docker/compose.yaml, for the parts checked."""
+    facts = {"type": "volume", "source": "facts", "target": "/facts"}
+    return {
+        "services": {
+            "vllm": {"environment": None, "volumes": [facts], "command": None},
+            "runner": {
+                "environment": {"POISSON_SERVING_SIDECAR": "/facts/serving-facts.json"},
+                "volumes": [{**facts, "read_only": True}],
+                "depends_on": {"vllm": {"condition": "service_healthy"}},
+            },
+        }
+    }
+
+
+def test_the_serving_flags_check_passes_and_can_fail() -> None:
+    checker = _checker()
+    assert checker.main(json.dumps(_compose())) == []
+    other = copy.deepcopy(_compose())
+    other["services"]["vllm"]["command"] = ["--tool-call-parser", "llama3_json"]
+    assert any("must not replace" in p for p in checker.main(json.dumps(other)))
+    lost = copy.deepcopy(_compose())
+    lost["services"]["runner"]["environment"] = {}
+    assert any("POISSON_SERVING_SIDECAR" in p for p in checker.main(json.dumps(lost)))
