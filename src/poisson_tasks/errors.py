@@ -25,6 +25,10 @@ class PreregistrationError(PoissonError, ValueError):
         super().__init__("; ".join(problems))
 
 
+class ToolFileError(PreregistrationError):
+    """A tool file of the user's own tools that does not validate; one message per problem."""
+
+
 class RunFolderError(PoissonError):
     """A run folder that is missing, from another pre-registration, or damaged."""
 

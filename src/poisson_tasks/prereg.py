@@ -38,7 +38,8 @@ from pydantic import (
 
 from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import canonical_json, digest
-from poisson_tasks.errors import ArmError, PreregistrationError
+from poisson_tasks.errors import ArmError, PreregistrationError, ToolFileError
+from poisson_tasks.owntools import ToolSet, load_tool_file
 from poisson_tasks.reference.catalogue import PolicyError, parse_model
 from poisson_tasks.runfolder import Thresholds
 
@@ -160,12 +161,20 @@ class Design(BaseModel):
     slack: int
     horizon: int
     harness: Literal["native", "verifiers-null"] = "native"
+    own_tools: str | None = Field(
+        default=None,
+        description="a file of the user's own tools (OpenAI function schemas) in place of the "
+        "read tools; relative to the pre-registration file",
+    )
+    own_tools_sha256: str | None = Field(
+        default=None, description="the tool file's SHA-256; filled in when not stated"
+    )
 
     @model_serializer(mode="wrap")
-    def _omit_native(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # The default harness is left out of the document's JSON, so the hashes of every
-        # pre-registration written before the option existed stay what they were.
-        out: dict[str, Any] = handler(self)
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The default harness and absent own tools are left out of the document's JSON, so the
+        # hashes of every pre-registration written before those options existed stay as they were.
+        out = _drop_unset(self, handler, ("own_tools", "own_tools_sha256"))
         if out.get("harness") == "native":
             del out["harness"]
         return out
@@ -256,6 +265,7 @@ class Plan(BaseModel):
     horizon: int
     resolution: Resolution
     source: str | None = None
+    own_tools: ToolSet | None = None
 
     @property
     def specs(self) -> tuple[ArmSpec, ...]:
@@ -663,6 +673,28 @@ def _check_thresholds(t: Thresholds) -> list[str]:
     return p
 
 
+def _own_tools(design: Design, source: str | None) -> tuple[ToolSet | None, list[str]]:
+    """The tool file a design names, validated; one problem per line, each naming the field."""
+    if design.own_tools is None:
+        if design.own_tools_sha256 is not None:
+            return None, ["design.own_tools_sha256: given without design.own_tools; remove it"]
+        return None, []
+    base = Path(source).parent if source else Path.cwd()
+    path = Path(design.own_tools)
+    try:
+        tools = load_tool_file(
+            path if path.is_absolute() else base / path, shown_as=design.own_tools
+        )
+    except ToolFileError as exc:
+        return None, [f"design.own_tools: {x}" for x in exc.problems]
+    if design.own_tools_sha256 is not None and design.own_tools_sha256 != tools.sha256:
+        return None, [
+            f"design.own_tools_sha256: {design.own_tools_sha256} is not the SHA-256 of "
+            f"{design.own_tools} ({tools.sha256}); the file changed: fix the hash or restore it"
+        ]
+    return tools, []
+
+
 def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
     """The design's resolution: MDD at alpha 0.05 and 80% power under worst-case variance."""
     from poisson_tasks.calibration.stats import (  # numpy: imported only when a plan is made
@@ -793,6 +825,7 @@ def validate_preregistration(
         problems += _check_decoding(parsed["decoding"])
     specs: list[ArmSpec] = []
     seeds: list[int] | None = None
+    own_tools: ToolSet | None = None
     if "design" in parsed:
         design: Design = parsed["design"]
         specs, arm_problems = _arm_specs(design)
@@ -800,6 +833,8 @@ def validate_preregistration(
         problems += _check_controls(specs)
         seeds, design_problems = _check_design(design, specs, not arm_problems)
         problems += design_problems
+        own_tools, tool_problems = _own_tools(design, source)
+        problems += tool_problems
     if "budget" in parsed:
         problems += _check_budget(parsed["budget"], serving)
     if "execution" in parsed:
@@ -809,6 +844,10 @@ def validate_preregistration(
     if problems:
         raise PreregistrationError(problems)
     assert seeds is not None
+    if own_tools is not None:  # the file's hash is part of the measurement
+        parsed["design"] = parsed["design"].model_copy(
+            update={"own_tools_sha256": own_tools.sha256}
+        )
     prereg = Preregistration.model_validate(
         {**{k: doc[k] for k in ("format", "name", "description") if k in doc}, **parsed}
     )
@@ -827,6 +866,7 @@ def validate_preregistration(
         horizon=horizon,
         resolution=resolution_of(design.tasks, design.attempts, prereg.thresholds.resolution),
         source=source,
+        own_tools=own_tools,
     )
 
 
@@ -953,6 +993,11 @@ def describe_plan(plan: Plan) -> str:
         + (f"${b.dollars:g}" if b.dollars is not None else "no dollar cap")
         + ("" if pr.model.rates else " (no rates declared: dollars are not computed)")
     )
+    if plan.own_tools is not None:
+        lines.append(
+            f"  own tools    {len(plan.own_tools.tools)} from {plan.own_tools.source} (sha256 "
+            f"{plan.own_tools.sha256[:16]}), in place of the read tools"
+        )
     lines.append(f"  concurrency  {pr.execution.concurrency}")
     lines.append(f"  hash         {plan.preregistration_hash}")
     return "\n".join(lines)

@@ -151,6 +151,21 @@ class Session(BaseModel):
     serving: dict[str, Any] | None = None
 
 
+class OwnToolsRecord(BaseModel):
+    """A run on the user's own tools: the file, its tools, and what the pin ledger found on them
+    (rows whose figures the tools change, rows that could not be held), on the seeds checked."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    sha256: str
+    names: list[str]
+    checked_seeds: list[int]
+    contrasts: int
+    changed: list[dict[str, Any]] = Field(default_factory=list)
+    not_held: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class RunHeader(BaseModel):
     """The run's header: what was planned, how it was served, and every session that wrote to it."""
 
@@ -173,6 +188,7 @@ class RunHeader(BaseModel):
     concurrency: int | None = None
     thresholds: Thresholds = Thresholds()
     sessions: list[Session] = Field(default_factory=list)
+    own_tools: OwnToolsRecord | None = None
 
 
 def write_header(folder: Path, header: RunHeader) -> None:

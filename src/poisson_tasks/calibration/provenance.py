@@ -31,7 +31,13 @@ from pydantic import (
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration.records import records_sha256
 from poisson_tasks.errors import RunFolderError
-from poisson_tasks.runfolder import RunHeader, StopReason, Thresholds, read_header
+from poisson_tasks.runfolder import (
+    OwnToolsRecord,
+    RunHeader,
+    StopReason,
+    Thresholds,
+    read_header,
+)
 
 ServingKind = Literal["api", "self-served", "reference", "unknown"]
 
@@ -126,6 +132,15 @@ class Provenance(BaseModel):
     attempts: int
     strictness: list[str]
     sessions: list[SessionInfo]
+    own_tools: OwnToolsRecord | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_own_tools(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A card on the generated tools keeps the bytes it had before own tools existed."""
+        out: dict[str, Any] = handler(self)
+        if out.get("own_tools") is None:
+            out.pop("own_tools", None)
+        return out
 
     @property
     def stop_reason(self) -> StopReason | None:
@@ -276,6 +291,7 @@ def provenance_from_header(header: RunHeader, records_hash: str) -> Provenance:
             )
             for s in header.sessions
         ],
+        own_tools=header.own_tools,
     )
 
 

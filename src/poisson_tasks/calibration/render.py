@@ -473,6 +473,11 @@ def _provenance_section(a: Artifact) -> list[str]:
     ]
     if a.thresholds != p.thresholds:
         lines.append(f"- thresholds the run declared: {_thresholds(p.thresholds)}")
+    if p.own_tools is not None:
+        lines.append(
+            f"- own tools: {len(p.own_tools.names)} from {p.own_tools.file}, sha256 "
+            f"`{p.own_tools.sha256}`, in place of the read tools"
+        )
     cards = ", ".join(a.published_cards) if a.published_cards else "none"
     lines.append(f"- published cards it was checked against: {cards}")
     return lines

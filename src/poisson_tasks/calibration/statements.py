@@ -219,6 +219,7 @@ def _claims(
                 ),
             )
         )
+    out += own_tools_claims(provenance)
     if thresholds != provenance.thresholds:
         out.append(
             Claim(
@@ -230,6 +231,45 @@ def _claims(
             )
         )
     return out
+
+
+def own_tools_claims(provenance: Provenance) -> list[Claim]:
+    """A card on the user's own tools: whose tools they are, that it does not read beside the
+    published cards, and which pins could not be held (or that every checked pin held)."""
+    own = provenance.own_tools
+    if own is None:
+        return []
+    not_held = ", ".join(f"{r['row']} ({r['holds']})" for r in own.not_held)
+    changed = ", ".join(str(r["row"]) for r in own.changed)
+    seeds = ", ".join(map(str, own.checked_seeds))
+    pins = (
+        f"These pins could not be held on the user's tools: {not_held}; checked over "
+        f"{own.contrasts} contrasts at seeds {seeds}."
+        if own.not_held
+        else f"Every pin that applies held on the user's tools over {own.contrasts} contrasts at "
+        f"seeds {seeds}."
+    )
+    if changed:
+        pins += f" The user's tools change the figures of rows {changed} (reported, not refused)."
+    return [
+        Claim(
+            key="own_tools",
+            text=(
+                f"The tool block holds the user's own {len(own.names)} tools from {own.file} "
+                f"(sha256 {own.sha256[:16]}) in place of the generated read tools. They are the "
+                "user's, not written for these tasks; a call to one is answered as a read and "
+                "changes no record."
+            ),
+        ),
+        Claim(
+            key="own_tools_not_beside",
+            text=(
+                "Its figures do not read beside the published cards or any card on the generated "
+                "tools: the block differs, so a difference may be the tools' and not the model's."
+            ),
+        ),
+        Claim(key="own_tools_pins", text=pins),
+    ]
 
 
 def build_statements(

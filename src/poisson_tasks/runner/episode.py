@@ -25,6 +25,7 @@ from typing import Any
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.errors import EndpointError
+from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.runner.endpoint import CallFailed, ContextOverflow, Endpoint, Reply, derived_seed
 from poisson_tasks.runner.textcalls import text_call_dialect
@@ -156,6 +157,7 @@ class EpisodeContext:
     session: int
     resumed: bool
     derive_seed: bool = False
+    own_tools: ToolSet | None = None
 
 
 class ArmDoesNotFit(EndpointError):
@@ -211,8 +213,9 @@ async def _loop(
         trace.messages.append(
             {"role": "assistant", "content": reply.content, "tool_calls": reply.wire_calls}
         )
-        trace.turns.append(reply.tool_calls)
-        for wire, call in zip(reply.wire_calls, reply.tool_calls, strict=True):
+        calls = scored_calls(reply.tool_calls, ctx.own_tools)  # a user tool's call, as scored
+        trace.turns.append(calls)
+        for wire, call in zip(reply.wire_calls, calls, strict=True):
             state, line = apply(bundle.engine, state, call.name, call.arguments)
             trace.observations.append(line)
             trace.messages.append({"role": "tool", "tool_call_id": wire["id"], "content": line})

@@ -26,6 +26,7 @@ from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
     EpisodeLine,
+    OwnToolsRecord,
     RunHeader,
     Session,
     StopReason,
@@ -93,7 +94,13 @@ class RunFolder:
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def create(cls, path: Path, plan: Plan, serving: dict[str, Any]) -> RunFolder:
+    def create(
+        cls,
+        path: Path,
+        plan: Plan,
+        serving: dict[str, Any],
+        own_tools: OwnToolsRecord | None = None,
+    ) -> RunFolder:
         """A new folder for `plan`; refuses a path that already holds anything."""
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise RunFolderError(
@@ -119,6 +126,7 @@ class RunFolder:
             concurrency=pr.execution.concurrency,
             thresholds=pr.thresholds,
             sessions=[session],
+            own_tools=own_tools,
         )
         path.mkdir(parents=True, exist_ok=True)
         (path / EPISODES).touch()

@@ -22,8 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.errors import EndpointError, PoissonError
 from poisson_tasks.generator import generate
+from poisson_tasks.owntools import ToolSet, with_own_tools
+from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.prereg import Plan, load_preregistration
-from poisson_tasks.runfolder import EpisodeLine, StopReason, Usage
+from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, StopReason, Usage
 from poisson_tasks.runner.budget import Limits
 from poisson_tasks.runner.endpoint import Counters, Endpoint, OutOfCredit, scrub
 from poisson_tasks.runner.episode import EpisodeContext, Slot, Trace, episode_usage, run_episode
@@ -116,15 +118,18 @@ class RunSummary(BaseModel):
 class _Tasks:
     """Bundles for the slots in flight: generated once per task, dropped after its last attempt."""
 
-    def __init__(self, slots: list[Slot]) -> None:
+    def __init__(self, slots: list[Slot], own_tools: ToolSet | None = None) -> None:
         self._left = Counter((a, s) for a, s, _ in slots)
         self._cache: dict[tuple[str, int], TaskBundle] = {}
+        self._own_tools = own_tools
 
     def take(self, slot: Slot) -> TaskBundle:
         key = (slot[0], slot[1])
         bundle = self._cache.get(key)
         if bundle is None:
             bundle = generate(slot[0], slot[1], pins=False)
+            if self._own_tools is not None:
+                bundle = with_own_tools(bundle, self._own_tools)
             self._cache[key] = bundle
         return bundle
 
@@ -154,7 +159,7 @@ class _Session:
         self.limits = limits
         self.progress = progress
         self.pending = pending
-        self.tasks = _Tasks(pending)
+        self.tasks = _Tasks(pending, plan.own_tools)
         self.ctx = EpisodeContext(
             endpoint=endpoint,
             turn_limit=pr.design.turn_limit,
@@ -162,6 +167,7 @@ class _Session:
             session=folder.session.index,
             resumed=folder.session.index > 0,
             derive_seed=pr.decoding.seed == "derived",
+            own_tools=plan.own_tools,
         )
         self.stop_reason: StopReason | None = None
         self.detail: str | None = None
@@ -349,7 +355,30 @@ def _api_key(plan: Plan) -> str | None:
 def _check_arms(plan: Plan) -> None:
     """Every arm generates (a knob without a generator in this build stops the run up front)."""
     for arm in plan.arms:
-        generate(arm, plan.seeds[0], pins=False)
+        bundle = generate(arm, plan.seeds[0], pins=False)
+        if plan.own_tools is not None:
+            with_own_tools(bundle, plan.own_tools)
+
+
+OWN_TOOLS_SEEDS = 3  # the seeds the pin ledger is held on with the user's tools, from the first
+
+
+def own_tools_record(plan: Plan) -> OwnToolsRecord | None:
+    """What the pin ledger finds on the plan's own tools (None without them), on its first seeds."""
+    tools = plan.own_tools
+    if tools is None:
+        return None
+    seeds = list(plan.seeds[:OWN_TOOLS_SEEDS])
+    ledger = own_tools_ledger(plan.arms, seeds, tools)
+    return OwnToolsRecord(
+        file=tools.source,
+        sha256=tools.sha256,
+        names=list(tools.names),
+        checked_seeds=seeds,
+        contrasts=ledger.contrasts,
+        changed=[c.model_dump() for c in ledger.changed],
+        not_held=[c.model_dump() for c in ledger.not_held],
+    )
 
 
 async def run_plan(
@@ -383,7 +412,7 @@ async def run_plan(
         folder = (
             RunFolder.resume(path, plan, serving, checked)
             if checked is not None
-            else RunFolder.create(path, plan, serving)
+            else RunFolder.create(path, plan, serving, own_tools_record(plan))
         )
         pending = [s for s in plan.slots() if s not in folder.state.scored]
         counters = Counters()
