@@ -24,7 +24,7 @@ from poisson_tasks.calibration.probe import (
 from poisson_tasks.calibration.stats import Interval
 from poisson_tasks.cli import app
 from poisson_tasks.errors import PreregistrationError, RunFolderError
-from poisson_tasks.probe import rerun_void, run_probe
+from poisson_tasks.probe import load_probe, rerun_void, run_probe
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -197,9 +197,7 @@ def test_a_bad_registration_is_refused_one_line_per_problem() -> None:
 
 
 def test_the_shipped_reference_probe_registration_validates() -> None:
-    reg = validate_probe(
-        yaml.safe_load((ROOT / "preregistrations" / "probes" / "reference.yaml").read_text())
-    )
+    reg = load_probe(ROOT / "preregistrations" / "probes" / "reference.yaml")
     assert reg.design.tasks == 60 and reg.design.attempts == 2 and len(reg.design.knobs) == 7
 
 

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from poisson_tasks.calibration.probe import (
     ProbeRegistration,
     ProbeResult,
@@ -40,7 +38,13 @@ from poisson_tasks.calibration.probe import (
 )
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
 from poisson_tasks.errors import PreregistrationError, RunFolderError
-from poisson_tasks.prereg import Plan, Rates, validate_preregistration
+from poisson_tasks.prereg import (
+    MAX_FILE_BYTES,
+    Plan,
+    Rates,
+    read_yaml,
+    validate_preregistration,
+)
 from poisson_tasks.runner import run_preregistration
 
 __all__ = ["ProbeRun", "load_probe", "rerun_void", "run_probe"]
@@ -56,17 +60,23 @@ class ProbeRun:
 
 
 def load_probe(path: str | Path) -> ProbeRegistration:
-    """Read a probe registration YAML file and validate it (one line per problem)."""
+    """Read a probe registration (UTF-8, at most 1 MiB, the pre-registration's strict YAML
+    reader) and validate it (one line per problem)."""
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        with p.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise PreregistrationError(
             [f"{p}: cannot be read ({exc.strerror}); check the path"]
         ) from None
-    except yaml.YAMLError as exc:
-        first = str(exc).replace("\n", " ")
-        raise PreregistrationError([f"{p}: not valid YAML: {first}"]) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise PreregistrationError([f"{p}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB)"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PreregistrationError([f"{p}: not UTF-8 text; save the file as UTF-8"]) from None
+    doc = read_yaml(text, str(p))
     if not isinstance(doc, Mapping):
         raise PreregistrationError([f"{p}: must be a YAML mapping (format, name, models ...)"])
     return validate_probe(doc)
