@@ -675,6 +675,11 @@ def _check_thresholds(t: Thresholds) -> list[str]:
 
 def _own_tools(design: Design, source: str | None) -> tuple[ToolSet | None, list[str]]:
     """The tool file a design names, validated; one problem per line, each naming the field."""
+    if design.own_tools is not None and design.harness != "native":
+        return None, [
+            f"design.own_tools: the {design.harness} harness builds its own tool blocks and does "
+            "not take your tools; use harness native (the default) for a card on your own tools"
+        ]
     if design.own_tools is None:
         if design.own_tools_sha256 is not None:
             return None, ["design.own_tools_sha256: given without design.own_tools; remove it"]
