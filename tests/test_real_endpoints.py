@@ -23,6 +23,7 @@ from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.cardjson import card_json
 from poisson_tasks.cli import app
 from poisson_tasks.runfolder import EpisodeLine, iter_episodes, read_header
+from poisson_tasks.runner import run_preregistration
 from poisson_tasks.runner.endpoint import derived_seed, redact, retry_after_s
 from poisson_tasks.runner.textcalls import text_call_dialect
 
@@ -613,3 +614,43 @@ def test_no_fingerprint_at_all_is_null_on_the_card(tmp_path: Path) -> None:
     assert "system_fingerprint over" in render_document(card)
     assert "null (none of" in render_document(card)
     assert '"system_fingerprints": null' in card_json(card).decode()
+
+
+# --------------------------------------------------------------------------- resumes meet fresh faults
+
+
+def test_a_resumed_session_is_not_dealt_the_faults_that_failed_the_last(tmp_path: Path) -> None:
+    path = tmp_path / "flaky.yaml"
+    doc = yaml.safe_load(prereg(tmp_path, "http://unused/v1").read_text())
+    doc["model"] = {"provider": "reference", "model": "flaky?p_500=0.2&p_429=0&p_slow=0"}
+    doc["design"]["tasks"] = 10
+    doc["execution"]["max_retries"] = 0
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "run"
+    first = run_preregistration(path, out, show_progress=False)
+    failed = {(ln.arm_id, ln.seed, ln.attempt) for ln in lines_of(out) if ln.outcome == "api_error"}
+    assert failed and first.instrument == len(failed)
+    run_preregistration(path, out, resume=True, show_progress=False)
+    second = [ln for ln in lines_of(out) if ln.session == 1]
+    assert {(ln.arm_id, ln.seed, ln.attempt) for ln in second} == failed
+    assert any(ln.outcome != "api_error" for ln in second)  # fresh draws, not the same faults
+
+
+def test_a_few_instrument_failures_below_the_limit_exit_0_and_agree_with_the_card(
+    tmp_path: Path,
+) -> None:
+    def script(seen: Seen, oracle: dict[str, Any]) -> Answer | None:
+        if seen.body["user"].endswith("|0") and seen.turn == 0:  # attempt 0 of every task
+            return Answer(400, {"error": {"message": "invalid request"}})
+        return None
+
+    with serve(script) as double:
+        path = prereg(tmp_path, double.base_url, tasks=2, attempts=2)
+        doc = yaml.safe_load(path.read_text())
+        doc["thresholds"] = {"instrument_max": 0.6}
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        res = run_cli(path, tmp_path / "run")
+    assert res.exit_code == 0, res.output
+    assert "incomplete" not in res.output and "unscored   depth:d2" in res.output
+    (cell,) = card_from_run(tmp_path / "run").cells
+    assert not cell.incomplete and cell.instrument.count == 2

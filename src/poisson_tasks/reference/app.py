@@ -36,6 +36,7 @@ from poisson_tasks.reference.wire import (
 
 CHAT_PATH = "/v1/chat/completions"
 _SSE = (("content-type", "text/event-stream"), ("cache-control", "no-cache"))
+ATTEMPT_HEADER = "x-poisson-attempt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +127,9 @@ class ReferenceApp:
                 "invalid_api_key",
             )
         if path == CHAT_PATH:
-            return self._chat(body) if method == "POST" else _not_allowed(method, path)
+            if method != "POST":
+                return _not_allowed(method, path)
+            return self._chat(body, headers.get(ATTEMPT_HEADER))
         if path == "/v1/models":
             return Response(200, self._models) if method == "GET" else _not_allowed(method, path)
         if path.startswith("/v1/models/") and method == "GET":
@@ -142,7 +145,7 @@ class ReferenceApp:
             )
         return _error(404, f"no route {method} {path}", "invalid_request_error", "not_found")
 
-    def _chat(self, body: bytes) -> Response:
+    def _chat(self, body: bytes, attempt_tag: str | None = None) -> Response:
         try:
             request = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -189,7 +192,11 @@ class ReferenceApp:
                     500, "injected server error (reference policy graded)", "server_error"
                 )
         if spec.name == "flaky":
-            fault = flaky_fault(digest, self._attempts.next(digest), spec)
+            # A client that numbers its attempts (the runner's X-Poisson-Attempt: session.retry)
+            # gets one draw per numbered attempt, so a resumed session is not dealt the faults the
+            # failed one met; without the header, arrivals of the same bytes are counted.
+            key = digest if attempt_tag is None else f"{digest}|{attempt_tag}"
+            fault = flaky_fault(key, self._attempts.next(key), spec)
             if fault == "http_500":
                 return _error(500, "injected server error (reference policy flaky)", "server_error")
             if fault == "http_429":
