@@ -1,10 +1,18 @@
-"""Coverage of the task-clustered 95% interval against a naive attempts-are-independent one.
+"""Coverage of the card's own intervals on clustered data of known truth, over the full grid.
 
-Simulates clustered Bernoulli cells (task rates ~ Beta with a known mean and intra-task
-correlation rho = 1/(a+b+1)) and counts how often each interval covers the Beta mean, the
-expected task-mean rate. Run from the repository root:
+Runs the very functions the card uses (poisson_tasks.calibration.intervals), vectorised over
+simulated cells. Per setting it reports the coverage and mean width of the rate interval and of
+the paired-difference interval, and, where the true difference is 0, how often the card's rule
+would call the two levels distinguishable (interval excludes 0 and |difference| >= resolution).
 
-    PYTHONPATH=src python benchmarks/coverage_sim.py [--runs 2000 --tasks 60 --attempts 5]
+Data: each task's rate is drawn from a Beta with the level's true mean and intra-task correlation
+rho = 1/(a+b+1) (rho = 0: every task has the true rate); attempts are Bernoulli at the task's rate.
+For a pair of levels the two task rates come from one Gaussian copula with correlation 0.8 (the
+same task is hard at both levels), lower level mean p, upper level mean p - delta.
+
+Run from the repository root (about 2-3 minutes on one core for the full grid):
+
+    PYTHONPATH=src python benchmarks/coverage_sim.py [--runs 2000] [--small]
 """
 
 from __future__ import annotations
@@ -14,90 +22,206 @@ import math
 import shlex
 import sys
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm  # type: ignore[import-untyped]
+from scipy.special import betaincinv, ndtr  # type: ignore[import-untyped]
 
-from poisson_tasks.calibration.stats import cluster_bootstrap, clustered_se
+from poisson_tasks.calibration.intervals import (
+    FEW_EVENTS,
+    paired_interval_arrays,
+    rate_interval_arrays,
+)
 
-MEANS = (0.1, 0.3, 0.5, 0.8)
-ICCS = (0.1, 0.5)
+TASKS = (10, 20, 60, 200)
+ATTEMPTS = (1, 2, 5)
+RATES = (0.02, 0.05, 0.1, 0.3, 0.5, 0.8, 0.95, 0.98)
+RHOS = (0.0, 0.1, 0.5)
+DELTAS = (0.0, 0.15, 0.3)
+SMALL = {"tasks": (10, 60), "attempts": (2, 5), "rates": (0.05, 0.5, 0.98), "rhos": (0.0, 0.5)}
+COPULA = 0.8  # correlation of a task's latent difficulty between the two levels of a pair
+CONFIDENCE = 0.95
+RESOLUTION = 0.15
+COVER_LOW, COVER_HIGH = 0.93, 0.98
 
 
-def wilson(successes: int, n: int, z: float) -> tuple[float, float]:
-    """Wilson score interval over pooled attempts, treating every attempt as independent."""
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z / denom * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return centre - half, centre + half
+@dataclass(frozen=True)
+class Row:
+    """One setting's result; delta is None for the rate interval."""
+
+    tasks: int
+    attempts: int
+    rho: float
+    rate: float
+    delta: float | None
+    coverage: float
+    width: float
+    false_distinguishable: float | None
+    events: float  # expected successes or failures, whichever is fewer (the lower of two levels)
+
+    @property
+    def enough_events(self) -> bool:
+        return self.events >= FEW_EVENTS
+
+    @property
+    def meets(self) -> bool:
+        return COVER_LOW <= self.coverage <= COVER_HIGH
 
 
-def simulate(
-    mean: float, icc: float, args: argparse.Namespace, seq: np.random.SeedSequence
-) -> dict[str, float]:
-    """Coverage and mean width of the three intervals for one (mean, icc) setting."""
-    rng = np.random.default_rng(seq)
-    conc = 1.0 / icc - 1.0  # a + b
-    att = np.full(args.tasks, args.attempts, dtype=np.int64)
-    n_total = args.tasks * args.attempts
-    z = float(norm.ppf(0.975))
-    hits = {"cluster": 0, "cl_se": 0, "naive": 0}
-    widths = {"cluster": 0.0, "cl_se": 0.0, "naive": 0.0}
-    for _ in range(args.runs):
-        p = rng.beta(mean * conc, (1.0 - mean) * conc, size=args.tasks)
-        succ = rng.binomial(att, p)
-        boot = cluster_bootstrap(
-            succ, att, resamples=args.resamples, seed=int(rng.integers(2**63)), confidence=0.95
-        )
-        pooled = succ.sum() / n_total
-        half = z * clustered_se(succ, att)
-        intervals = {
-            "cluster": (boot.low, boot.high),
-            "cl_se": (pooled - half, pooled + half),
-            "naive": wilson(int(succ.sum()), n_total, z),
-        }
-        for name, (lo, hi) in intervals.items():
-            hits[name] += lo <= mean <= hi
-            widths[name] += hi - lo
-    out = {f"cov_{k}": v / args.runs for k, v in hits.items()}
-    out.update({f"w_{k}": v / args.runs for k, v in widths.items()})
+def _task_rates(mean: float, rho: float, u: np.ndarray) -> np.ndarray:
+    """Task rates with the given mean and intra-task correlation, at copula uniforms u."""
+    if rho == 0.0:
+        return np.full(u.shape, mean)
+    conc = 1.0 / rho - 1.0
+    out: np.ndarray = betaincinv(mean * conc, (1.0 - mean) * conc, u)
     return out
 
 
+def _events(tasks: int, attempts: int, rate: float) -> float:
+    return tasks * attempts * min(rate, 1.0 - rate)
+
+
+def rate_setting(
+    tasks: int, attempts: int, rho: float, rate: float, runs: int, rng: np.random.Generator
+) -> Row:
+    """Coverage and width of the rate interval for one setting."""
+    p = _task_rates(rate, rho, rng.random((runs, tasks)))
+    att = np.full((runs, tasks), attempts, dtype=np.int64)
+    succ = rng.binomial(att, p)
+    r = rate_interval_arrays(succ, att, CONFIDENCE)
+    cover = (r.low <= rate) & (rate <= r.high)
+    return Row(
+        tasks,
+        attempts,
+        rho,
+        rate,
+        None,
+        float(cover.mean()),
+        float((r.high - r.low).mean()),
+        None,
+        _events(tasks, attempts, rate),
+    )
+
+
+def pair_setting(
+    tasks: int,
+    attempts: int,
+    rho: float,
+    rate: float,
+    delta: float,
+    runs: int,
+    rng: np.random.Generator,
+) -> Row:
+    """Coverage, width and false-distinguishable rate of the paired interval for one setting."""
+    z = rng.standard_normal((runs, tasks))
+    e = rng.standard_normal((runs, tasks))
+    ua = ndtr(z)
+    ub = ndtr(COPULA * z + math.sqrt(1.0 - COPULA**2) * e)
+    pa = _task_rates(rate, rho, ua)
+    pb = _task_rates(rate - delta, rho, ub)
+    att = np.full((runs, tasks), attempts, dtype=np.int64)
+    sa = rng.binomial(att, pa)
+    sb = rng.binomial(att, pb)
+    r = paired_interval_arrays(sa, att, sb, att, CONFIDENCE)
+    cover = (r.low <= delta + 1e-12) & (delta - 1e-12 <= r.high)
+    false_call = None
+    if delta == 0.0:
+        excludes = (r.low > 0.0) | (r.high < 0.0)
+        false_call = float((excludes & (np.abs(r.diff) >= RESOLUTION - 1e-12)).mean())
+    events = min(_events(tasks, attempts, rate), _events(tasks, attempts, rate - delta))
+    return Row(
+        tasks,
+        attempts,
+        rho,
+        rate,
+        delta,
+        float(cover.mean()),
+        float((r.high - r.low).mean()),
+        false_call,
+        events,
+    )
+
+
+def grid(small: bool) -> tuple[Sequence[int], Sequence[int], Sequence[float], Sequence[float]]:
+    if small:
+        return SMALL["tasks"], SMALL["attempts"], SMALL["rates"], SMALL["rhos"]  # type: ignore[return-value]
+    return TASKS, ATTEMPTS, RATES, RHOS
+
+
+def run_grid(runs: int, seed: int, small: bool = False) -> Iterator[Row]:
+    """Every rate setting, then every pair setting (pairs whose upper mean is at least 0.02)."""
+    tasks_g, att_g, rates_g, rhos_g = grid(small)
+    rng = np.random.default_rng(seed)
+    for t in tasks_g:
+        for m in att_g:
+            for rho in rhos_g:
+                for rate in rates_g:
+                    yield rate_setting(t, m, rho, rate, runs, rng)
+    for t in tasks_g:
+        for m in att_g:
+            for rho in rhos_g:
+                for delta in DELTAS:
+                    for rate in rates_g:
+                        if rate - delta >= 0.02 - 1e-12:
+                            yield pair_setting(t, m, rho, rate, delta, runs, rng)
+
+
+def _fmt(row: Row) -> str:
+    delta = "rate" if row.delta is None else f"Δ {row.delta:.2f}"
+    fd = "" if row.false_distinguishable is None else f"{row.false_distinguishable:.3f}"
+    flag = "" if row.meets else ("below 93%" if row.coverage < COVER_LOW else "above 98%")
+    few = "" if row.enough_events else "few events"
+    return (
+        f"| {row.tasks} | {row.attempts} | {row.rho:g} | {row.rate:g} | {delta} | "
+        f"{row.coverage:.3f} | {row.width:.3f} | {fd} | {row.events:g} | {few} | {flag} |"
+    )
+
+
 def main() -> None:
-    """Parse arguments, run every setting, print the table, the command line and wall time."""
+    """Run the grid, print every setting and a summary, the command line and the wall time."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000, help="simulated cells per setting")
-    parser.add_argument("--tasks", type=int, default=60)
-    parser.add_argument("--attempts", type=int, default=5)
-    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
-    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--small", action="store_true", help="the slow test's smaller grid")
     args = parser.parse_args()
-
     started = time.perf_counter()
-    settings = [(m, r) for r in ICCS for m in MEANS]
-    seqs = np.random.SeedSequence(args.seed).spawn(len(settings))
     mc_se = math.sqrt(0.95 * 0.05 / args.runs)
     print(
-        f"{args.tasks} tasks x {args.attempts} attempts, {args.runs} runs/setting, "
-        f"{args.resamples} resamples; target = Beta mean; coverage MC SE at 0.95 = {mc_se:.4f}"
+        f"{args.runs} simulated cells per setting, confidence {CONFIDENCE}, Monte Carlo SE of a "
+        f"coverage near 0.95: {mc_se:.4f}"
     )
-    header = (
-        f"| {'mean':>4} | {'ICC':>4} | {'cluster-boot cov':>16} | {'clustered-SE cov':>16} "
-        f"| {'naive Wilson cov':>16} | {'width cluster/naive':>19} |"
+    print(
+        "| tasks | attempts | rho | rate (lower level) | interval | coverage | mean width | "
+        "false distinguishable | expected events | events | outside 93-98% |"
     )
-    print(header)
-    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
-    for (mean, icc), seq in zip(settings, seqs, strict=True):
-        r = simulate(mean, icc, args, seq)
-        print(
-            f"| {mean:>4.1f} | {icc:>4.1f} | {r['cov_cluster']:>16.3f} | {r['cov_cl_se']:>16.3f} "
-            f"| {r['cov_naive']:>16.3f} | {r['w_cluster'] / r['w_naive']:>19.2f} |"
-        )
-    elapsed = time.perf_counter() - started
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for row in run_grid(args.runs, args.seed, args.small):
+        rows.append(row)
+        print(_fmt(row), flush=True)
+    summary(rows)
     print(f"command: {shlex.join([sys.executable, *sys.argv])}")
-    print(f"wall time: {elapsed:.1f} s")
+    print(f"wall time: {time.perf_counter() - started:.1f} s")
+
+
+def summary(rows: Sequence[Row]) -> None:
+    """Counts of settings meeting the band, with and without enough events, per interval."""
+    for name, sel in (
+        ("rate", [r for r in rows if r.delta is None]),
+        ("paired", [r for r in rows if r.delta is not None]),
+    ):
+        enough = [r for r in sel if r.enough_events]
+        few = [r for r in sel if not r.enough_events]
+        print(
+            f"{name}: {len(sel)} settings; {len(enough)} with >= {FEW_EVENTS} expected events, "
+            f"{sum(r.meets for r in enough)} of them within 93-98% "
+            f"(coverage {min(r.coverage for r in enough):.3f} to {max(r.coverage for r in enough):.3f}); "
+            f"{len(few)} with fewer events, coverage {min(r.coverage for r in few):.3f} to "
+            f"{max(r.coverage for r in few):.3f}"
+        )
+    fd = [r.false_distinguishable for r in rows if r.false_distinguishable is not None]
+    print(f"false distinguishable at Δ = 0: max {max(fd):.3f} over {len(fd)} settings")
 
 
 if __name__ == "__main__":

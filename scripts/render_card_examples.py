@@ -1,8 +1,13 @@
-"""Refresh the example cards in docs/: every `<!-- card-example:KIND -->` block gets the live
-rendering of the synthetic example run (tests/synthetic_runs.py: example_run), which is a made-up
-model's synthetic outcomes, never a result. tests/test_calibration_docs.py checks they are current.
+"""Refresh the example cards in docs/ from the published reference cards.
 
-KIND is `markdown` (the whole card.md) or `cell-json` (card.json's cell for depth:d3).
+Every `<!-- card-example:KIND:CARD[:WHAT] -->` block gets a live rendering of the stored card.json
+of the published card CARD (src/poisson_tasks/data/published/CARD, a reference-policy card: a scripted baseline, not a
+model). `poisson-tasks card --published` checks those card.json files against their records byte
+for byte, so the examples are what the records give. tests/test_calibration_docs.py checks that
+the blocks are current.
+
+KIND is `knob` (WHAT is a knob: its level table, adjacent comparisons and ordering, as card.md
+prints them) or `cell-json` (WHAT is an arm id: that cell of card.json).
 """
 
 from __future__ import annotations
@@ -10,44 +15,43 @@ from __future__ import annotations
 import json
 import re
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 
+from poisson_tasks.calibration import card_json, read_card_json
+from poisson_tasks.calibration.artifact import Artifact
+from poisson_tasks.calibration.output import CARD_JSON
+from poisson_tasks.calibration.published import PUBLISHED_DIR
+from poisson_tasks.calibration.render import render_knob
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from synthetic_runs import FAKE_HASH, example_run  # noqa: E402
-
-from poisson_tasks.calibration import card_from_run, card_json, render_document  # noqa: E402
-from poisson_tasks.calibration.artifact import Artifact  # noqa: E402
-
 BLOCK = re.compile(
-    r"(?P<open><!-- card-example:(?P<kind>[a-z-]+) -->\n)(?P<body>.*?)"
-    r"(?P<close><!-- /card-example -->)",
+    r"(?P<open><!-- card-example:(?P<kind>[a-z-]+):(?P<card>[a-z0-9-]+)(?::(?P<what>[a-z0-9:@+()-]+))?"
+    r" -->\n)(?P<body>.*?)(?P<close><!-- /card-example -->)",
     re.S,
 )
 
 
 @cache
-def example_card() -> Artifact:
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = example_run(Path(tmp))
-        return card_from_run(folder, installed_generator_hash=FAKE_HASH, published=[])
+def published_card(name: str) -> Artifact:
+    return read_card_json((PUBLISHED_DIR / name / CARD_JSON).read_bytes())
 
 
-def render(kind: str) -> str:
-    card = example_card()
-    if kind == "markdown":
-        return "````markdown\n" + render_document(card) + "````\n"
-    if kind == "cell-json":
-        cell = json.loads(card_json(card))["cells"][2]
+def render(kind: str, name: str, what: str | None) -> str:
+    card = published_card(name)
+    if kind == "knob" and what:
+        return "````markdown\n" + render_knob(card, what) + "````\n"
+    if kind == "cell-json" and what:
+        cells = json.loads(card_json(card))["cells"]
+        (cell,) = [c for c in cells if c["arm_id"] == what]
         return "```json\n" + json.dumps(cell, indent=2, sort_keys=True) + "\n```\n"
-    raise ValueError(f"unknown card example {kind!r}")
+    raise ValueError(f"unknown card example {kind!r} {name!r} {what!r}")
 
 
 def refreshed(text: str) -> str:
-    return BLOCK.sub(lambda m: m["open"] + render(m["kind"]) + m["close"], text)
+    return BLOCK.sub(
+        lambda m: m["open"] + render(m["kind"], m["card"], m["what"]) + m["close"], text
+    )
 
 
 if __name__ == "__main__":

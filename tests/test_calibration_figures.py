@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t  # type: ignore[import-untyped]
 from synthetic_runs import FAKE_HASH, header, line, write_run
 
 from poisson_tasks.calibration import (
@@ -19,8 +21,6 @@ from poisson_tasks.calibration import (
 from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.runfolder import EpisodeLine, Thresholds, Timing, Usage
 from poisson_tasks.verifier import Outcome
-
-SEED = Thresholds().bootstrap_seed
 
 
 def card(
@@ -36,13 +36,16 @@ def card(
     return card_from_run(folder, installed_generator_hash=FAKE_HASH, published=[])
 
 
-def by_hand_interval(rates: Sequence[float], seed: int = SEED) -> tuple[float, float]:
-    """Task-clustered percentile bootstrap written out as a loop: 2,000 resamples of tasks."""
-    rng = np.random.Generator(np.random.PCG64(seed))
-    idx = rng.integers(0, len(rates), size=(2000, len(rates)))
-    means = [sum(rates[j] for j in row) / len(row) for row in idx]
-    low, high = np.quantile(means, [0.025, 0.975])
-    return round(float(low), 6), round(float(high), 6)
+def by_hand_interval(rates: Sequence[float], attempts: int) -> tuple[float, float]:
+    """Wilson on the effective sample size with a t critical value, written out by hand."""
+    tasks = len(rates)
+    p = sum(rates) / tasks
+    var = sum((r - p) ** 2 for r in rates) / (tasks - 1) / tasks
+    n = min(max(p * (1 - p) / var, tasks), tasks * attempts)
+    z = float(student_t.ppf(0.975, tasks - 1))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return round(max(centre - half, 0.0), 6), round(min(centre + half, 1.0), 6)
 
 
 def grid(arm: str, outcomes: Sequence[Sequence[Outcome]], **kw: Any) -> list[EpisodeLine]:
@@ -64,8 +67,8 @@ def test_rates_intervals_overshoot_and_pass_at_k_by_hand(tmp_path: Path) -> None
     assert c.strict is not None and c.leaky is not None
     assert c.strict.pass_at_1 == round(sum(strict_rates) / 4, 6)  # 0.333333
     assert c.leaky.pass_at_1 == round(sum(leaky_rates) / 4, 6)  # 0.583333
-    assert (c.strict.low, c.strict.high) == by_hand_interval(strict_rates)
-    assert (c.leaky.low, c.leaky.high) == by_hand_interval(leaky_rates)
+    assert (c.strict.low, c.strict.high) == by_hand_interval(strict_rates, 3)
+    assert (c.leaky.low, c.leaky.high) == by_hand_interval(leaky_rates, 3)
     assert c.overshoot == round(2 / 12, 6)
     # pass@2 per task with n=3: c=3 -> 1, c=1 -> 1 - C(2,2)/C(3,2) = 2/3, c=0 -> 0
     assert [(p.k, p.value) for p in c.pass_at_k] == [
@@ -187,7 +190,10 @@ def test_adjacent_levels_paired_difference_churn_and_verdicts(tmp_path: Path) ->
     assert third.verdict == "too_small"
     fourth = strict[("depth:d5", "depth:d8")]
     assert fourth.diff is not None and fourth.diff < 0  # the rate rises at d8
-    assert table.ordering_strict is False and table.ordering_leaky is False
+    # d1 is saturated, so d1 -> d2 is left out and the comparisons cannot decide the ordering
+    assert table.ordering_strict.verdict == "cannot_tell"
+    assert table.ordering_strict.saturated == ["d1"]
+    assert table.ordering_leaky is not None and table.ordering_leaky.verdict == "cannot_tell"
     md = render_document(a)
     assert "distinguishable (the rate falls at `d3`)" in md
     assert "left out: d1 saturated on strict" in md
@@ -198,15 +204,16 @@ def test_difference_below_the_resolution_is_too_small_even_when_the_interval_exc
     tmp_path: Path,
 ) -> None:
     n = 10
-    lines = _rates_lines("distractor:r0@k16", [6] * n, 10) + _rates_lines(
-        "distractor:r2@k16", [5] * n, 10
+    lines = _rates_lines("distractor:r0@k16", [24] * n, 40) + _rates_lines(
+        "distractor:r2@k16", [20] * n, 40
     )
-    a = card(tmp_path, ["distractor:r0@k16", "distractor:r2@k16"], range(n), 10, lines)
+    a = card(tmp_path, ["distractor:r0@k16", "distractor:r2@k16"], range(n), 40, lines)
     (comp,) = a.knobs[0].comparisons
     assert comp.rate == "strict"  # distractor: strict only
-    assert (comp.diff, comp.low, comp.high) == (0.1, 0.1, 0.1)
+    assert comp.diff == 0.1 and comp.low is not None and comp.high is not None
+    assert 0.0 < comp.low < 0.1 < comp.high  # excludes zero, but 0.1 is below the resolution
     assert comp.verdict == "too_small"
-    assert a.knobs[0].ordering_strict is True
+    assert a.knobs[0].ordering_strict.verdict == "yes"
 
 
 def test_a_comparison_on_leaky_leaves_out_levels_saturated_on_leaky_only(tmp_path: Path) -> None:

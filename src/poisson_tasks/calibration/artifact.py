@@ -21,7 +21,7 @@ from pydantic import (
 from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.runfolder import Thresholds
 
-FORMAT = "poisson-tasks/card@1"
+FORMAT = "poisson-tasks/card@2"
 Rate = Literal["strict", "leaky"]
 Verdict = Literal["distinguishable", "too_small", "left_out"]
 
@@ -35,6 +35,7 @@ __all__ = [
     "Instrument",
     "KnobTable",
     "NoCallPeak",
+    "Ordering",
     "PassAtK",
     "PublishedFacts",
     "RateFigure",
@@ -49,11 +50,16 @@ class _Frozen(BaseModel):
 
 
 class RateFigure(_Frozen):
-    """pass@1 (the mean over tasks of each task's pass rate) and its task-resampled interval."""
+    """pass@1 (the mean over tasks of each task's pass rate) and its task-clustered interval.
+
+    few_events is True when the cell has fewer than 15 successes or 15 failures: its interval
+    is wide, and the card says so beside it.
+    """
 
     pass_at_1: float
     low: float
     high: float
+    few_events: bool
 
 
 class PassAtK(_Frozen):
@@ -158,6 +164,22 @@ class Comparison(_Frozen):
     reason: str | None
 
 
+class Ordering(_Frozen):
+    """Is pass@1 non-increasing across a knob's levels, read from the adjacent comparisons?
+
+    yes: every adjacent pair is distinguishable with the rate falling, or too small to call.
+    no: at least one pair is distinguishable with the rate rising.
+    cannot_tell: no pair rises, but at least one pair is left out (a saturated, withheld or empty
+    level), so the data do not decide it. saturated names the levels saturated on the rate.
+    """
+
+    rate: Rate
+    verdict: Literal["yes", "no", "cannot_tell"]
+    saturated: list[str]
+    rising: list[str]
+    left_out: list[str]
+
+
 class KnobTable(_Frozen):
     """One knob: its levels in order, its adjacent-level comparisons, and its ordering."""
 
@@ -165,8 +187,8 @@ class KnobTable(_Frozen):
     levels: list[str]
     read_on: Rate
     comparisons: list[Comparison]
-    ordering_strict: bool | None
-    ordering_leaky: bool | None
+    ordering_strict: Ordering
+    ordering_leaky: Ordering | None
 
 
 class Claim(_Frozen):

@@ -119,6 +119,7 @@ def build_artifact(
         cells.append(cell)
         counts[arm] = cc
     kind = "reference-policy" if provenance.serving.kind == "reference" else "model"
+    knobs = _knob_tables(cells, counts, th)
     return Artifact(
         kind=kind,
         model=provenance.model,
@@ -127,12 +128,12 @@ def build_artifact(
         provenance=provenance,
         thresholds=th,
         cells=cells,
-        knobs=_knob_tables(cells, counts, th),
+        knobs=knobs,
         controls=[c.arm_id for c in cells if c.control],
         run_totals=totals(records, provenance.rates),
         no_call_peak=peak,
         published_cards=sorted(p.name for p in published),
-        statements=build_statements(kind, provenance, cells, installed, published, th),
+        statements=build_statements(kind, provenance, cells, knobs, installed, published, th),
         serving_observed=serving_observed(records, provenance) if kind == "model" else None,
     )
 

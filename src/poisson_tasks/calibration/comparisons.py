@@ -1,20 +1,23 @@
 """Adjacent levels and ordering: each level against the next one up, paired over shared seeds.
 
-A pair is distinguishable only when its paired 95% interval excludes zero and the difference is
-at least the declared resolution; otherwise it is too small for this design to call. A pair that
-holds a level saturated on the rate compared (or a withheld or empty cell) is left out, with the
-reason, and is never called.
+A pair is distinguishable only when its paired interval (at the pre-registered confidence)
+excludes zero and the difference is at least the declared resolution; otherwise it is too small
+for this design to call. A pair that holds a level saturated on the rate compared (or a withheld
+or empty cell) is left out, with the reason, and is never called. The ordering of a knob is read
+from these comparisons, never from point estimates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
+from typing import Literal
 
-from poisson_tasks.calibration.artifact import Cell, Comparison, KnobTable, Rate
+from poisson_tasks.calibration.artifact import Cell, Comparison, KnobTable, Ordering, Rate
 from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.calibration.figures import CellCounts
-from poisson_tasks.calibration.stats import call_pair, non_increasing, paired_bootstrap
+from poisson_tasks.calibration.intervals import paired_interval
+from poisson_tasks.calibration.stats import Interval, call_pair
 from poisson_tasks.runfolder import Thresholds
 
 __all__ = ["compare_adjacent", "knob_table", "ordering"]
@@ -68,31 +71,26 @@ def compare_adjacent(
     a, b = counts[lower.arm_id], counts[upper.arm_id]
     a_succ, b_succ = (a.strict, b.strict) if rate == "strict" else (a.leaky, b.leaky)
     try:
-        result = paired_bootstrap(
-            a_succ,
-            a.attempts,
-            b_succ,
-            b.attempts,
-            resamples=thresholds.bootstrap_resamples,
-            seed=thresholds.bootstrap_seed,
-            confidence=thresholds.confidence,
-        )
+        result = paired_interval(a_succ, a.attempts, b_succ, b.attempts, thresholds.confidence)
     except ValueError:
-        return _left_out(rate, lower, upper, "no seed has scored attempts at both levels")
+        return _left_out(
+            rate, lower, upper, "fewer than two seeds have scored attempts at both levels"
+        )
     saturated = [_short(c) for c in (lower, upper) if _saturated(c, rate)]
     reason = None
     if saturated:
         verdict = "left_out"
         reason = f"{' and '.join(saturated)} saturated on {rate}"
     else:
-        verdict = call_pair(result.diff, result.interval, thresholds.resolution)
+        interval = Interval(low=result.low, high=result.high, point=result.diff)
+        verdict = call_pair(result.diff, interval, thresholds.resolution)
     return Comparison(
         rate=rate,
         lower=lower.arm_id,
         upper=upper.arm_id,
         diff=round_figure(result.diff),
-        low=round_figure(result.interval.low),
-        high=round_figure(result.interval.high),
+        low=round_figure(result.low),
+        high=round_figure(result.high),
         churn=round_figure(result.churn),
         pairs_used=result.pairs_used,
         verdict=verdict,
@@ -100,12 +98,38 @@ def compare_adjacent(
     )
 
 
-def ordering(levels: Sequence[Cell], rate: Rate) -> bool | None:
-    """Is pass@1 non-increasing across the levels? None when a level has no published rate."""
-    figures = [c.strict if rate == "strict" else c.leaky for c in levels]
-    if any(f is None for f in figures):
-        return None
-    return non_increasing([f.pass_at_1 for f in figures if f is not None])
+def ordering(levels: Sequence[Cell], comparisons: Sequence[Comparison], rate: Rate) -> Ordering:
+    """Is pass@1 non-increasing across the levels, as the paired comparisons on `rate` decide?
+
+    no when a pair is distinguishable with the rate rising; yes when every pair is distinguishable
+    with the rate falling or too small to call; otherwise cannot_tell, naming the pairs left out.
+    Levels saturated on the rate are named whatever the verdict.
+    """
+    mine = [c for c in comparisons if c.rate == rate]
+    rising = [
+        f"{_level(c.lower)}→{_level(c.upper)}"
+        for c in mine
+        if c.verdict == "distinguishable" and (c.diff or 0.0) < 0.0
+    ]
+    left = [f"{_level(c.lower)}→{_level(c.upper)}" for c in mine if c.verdict == "left_out"]
+    verdict: Literal["yes", "no", "cannot_tell"]
+    if rising:
+        verdict = "no"
+    elif left:
+        verdict = "cannot_tell"
+    else:
+        verdict = "yes"
+    return Ordering(
+        rate=rate,
+        verdict=verdict,
+        saturated=[_short(c) for c in levels if _saturated(c, rate)],
+        rising=rising,
+        left_out=left,
+    )
+
+
+def _level(arm_id: str) -> str:
+    return arm_id.split(":", 1)[1]
 
 
 def knob_table(
@@ -123,6 +147,6 @@ def knob_table(
         levels=[c.arm_id for c in levels],
         read_on="leaky" if knob == "depth" else "strict",
         comparisons=comparisons,
-        ordering_strict=ordering(levels, "strict"),
-        ordering_leaky=ordering(levels, "leaky") if knob == "depth" else None,
+        ordering_strict=ordering(levels, comparisons, "strict"),
+        ordering_leaky=ordering(levels, comparisons, "leaky") if knob == "depth" else None,
     )

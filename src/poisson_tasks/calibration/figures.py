@@ -23,11 +23,11 @@ from poisson_tasks.calibration.artifact import (
     Totals,
 )
 from poisson_tasks.calibration.cardjson import round_figure
+from poisson_tasks.calibration.intervals import rate_interval
 from poisson_tasks.calibration.provenance import Rates
 from poisson_tasks.calibration.records import EpisodeRecord
 from poisson_tasks.calibration.stats import (
     IntArray,
-    cluster_bootstrap,
     is_saturated,
     median_or_none,
     percentile_or_none,
@@ -99,15 +99,12 @@ def no_call_share(scored: Sequence[EpisodeRecord]) -> float | None:
 def _rate(successes: IntArray, counts: CellCounts, th: Thresholds) -> RateFigure | None:
     if counts.scored == 0:
         return None
-    iv = cluster_bootstrap(
-        successes,
-        counts.attempts,
-        resamples=th.bootstrap_resamples,
-        seed=th.bootstrap_seed,
-        confidence=th.confidence,
-    )
+    iv = rate_interval(successes, counts.attempts, th.confidence)
     return RateFigure(
-        pass_at_1=round_figure(iv.point), low=round_figure(iv.low), high=round_figure(iv.high)
+        pass_at_1=round_figure(iv.point),
+        low=round_figure(iv.low),
+        high=round_figure(iv.high),
+        few_events=iv.few_events,
     )
 
 

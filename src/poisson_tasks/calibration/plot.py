@@ -1,4 +1,6 @@
-"""One PNG per knob: strict and leaky pass@1 by level, each with its 95% interval.
+"""One PNG per knob: strict and leaky pass@1 by level, each with its interval.
+
+The interval's confidence level is the card's own (its pre-registered threshold).
 
 Needs matplotlib (the `plot` extra); without it, MissingExtraError says what to install.
 """
@@ -8,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from poisson_tasks.calibration.artifact import Artifact, RateFigure
+from poisson_tasks.calibration.render import percent
 from poisson_tasks.errors import MissingExtraError
 
 __all__ = ["write_plots"]
@@ -51,7 +54,7 @@ def write_plots(artifact: Artifact, out_dir: Path | str) -> list[Path]:
                 yerr=err,
                 fmt=marker,
                 capsize=4,
-                label=f"{rate} pass@1 (95% interval)",
+                label=f"{rate} pass@1 ({percent(artifact.thresholds.confidence)} interval)",
             )
         ax.set_xticks(range(len(labels)), labels)
         ax.set_ylim(-0.02, 1.02)

@@ -31,6 +31,7 @@ from poisson_tasks.calibration.cardjson import read_card_json
 from poisson_tasks.calibration.output import CARD_JSON, CARD_MD, card_files
 from poisson_tasks.calibration.provenance import provenance_from_header, provenance_from_run
 from poisson_tasks.calibration.records import EPISODES_GZ, records_from_run
+from poisson_tasks.calibration.render import percent
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
 from poisson_tasks.runfolder import EPISODES, HEADER, read_header
 
@@ -286,7 +287,8 @@ def compare_published(artifact: Artifact, directory: Path | None = None) -> str:
     out = [
         f"# `{artifact.model}` beside the published cards",
         "",
-        "Each cell is pass@1 with its task-resampled 95% interval. The cards were measured on the "
+        f"Each cell is pass@1 with its {percent(artifact.thresholds.confidence)} interval (each "
+        "published card's at its own declared level). The cards were measured on the "
         "same generator build, seeds, decoding and strictness; the figures are read side by side, "
         "not tested against each other.",
     ]

@@ -1,8 +1,10 @@
 """render_document: the card as markdown, from its Artifact and nothing else.
 
-Rates print with three decimals, seconds with two, tokens and dollars as counted. A figure that
-was not measured reads `not recorded` (time, tokens) or `n/a` (a rate with nothing to rate);
-it is never printed as zero.
+Rates and interval bounds print with three decimals (the card's printed precision: 0.001),
+seconds with two, tokens and dollars as counted. Every confidence level printed comes from the
+card's thresholds (the pre-registration), never from a literal. A figure that was not measured
+reads `not recorded` (time, tokens) or `n/a` (a rate with nothing to rate); it is never printed
+as zero.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from poisson_tasks.calibration.artifact import (
     Cell,
     Comparison,
     KnobTable,
+    Ordering,
     RateFigure,
     ServingObserved,
 )
@@ -26,8 +29,9 @@ from poisson_tasks.runfolder import Thresholds
 NOT_RECORDED = "not recorded"
 NA = "n/a"
 SHOWN_K = (2, 5)
+FEW_EVENTS_NOTE = "few events: interval wide"
 
-__all__ = ["render_document"]
+__all__ = ["level_columns", "percent", "render_document", "render_knob"]
 
 
 def _rate(x: float | None) -> str:
@@ -35,7 +39,15 @@ def _rate(x: float | None) -> str:
 
 
 def _interval(fig: RateFigure | None) -> str:
-    return NA if fig is None else f"[{fig.low:.3f}, {fig.high:.3f}]"
+    if fig is None:
+        return NA
+    text = f"[{fig.low:.3f}, {fig.high:.3f}]"
+    return f"{text} ({FEW_EVENTS_NOTE})" if fig.few_events else text
+
+
+def percent(confidence: float) -> str:
+    """A confidence level as the card prints it: 0.9 -> 90%, 0.975 -> 97.5%."""
+    return f"{confidence * 100:g}%"
 
 
 def _num(x: float | None, missing: str = NOT_RECORDED) -> str:
@@ -63,12 +75,25 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
+def level_columns(confidence: float) -> tuple[str, ...]:
+    """The level table's header, with the card's own confidence level in the interval columns."""
+    c = percent(confidence)
+    return (
+        LEVEL_COLUMNS[0],
+        LEVEL_COLUMNS[1],
+        f"{c} interval",
+        LEVEL_COLUMNS[3],
+        f"leaky {c} interval",
+        *LEVEL_COLUMNS[5:],
+    )
+
+
 LEVEL_COLUMNS = (
     "level",
     "strict pass@1",
-    "95% interval",
+    "interval",
     "leaky pass@1",
-    "leaky 95% interval",
+    "leaky interval",
     "overshoot",
     *(f"strict pass@{k}" for k in SHOWN_K),
     "median model calls",
@@ -165,10 +190,16 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
     return rows
 
 
-def _ordering(value: bool | None) -> str:
-    if value is None:
-        return "cannot say (a level has no published rate)"
-    return "yes" if value else "no"
+def _ordering(o: Ordering) -> str:
+    if o.verdict == "yes":
+        text = "yes"
+    elif o.verdict == "no":
+        text = f"no ({', '.join(o.rising)} rises distinguishably)"
+    else:
+        text = f"cannot tell ({', '.join(o.left_out)} left out)"
+    if o.saturated:
+        text += f"; saturated on {o.rate}: {', '.join(f'`{s}`' for s in o.saturated)}"
+    return text
 
 
 def _knob_section(a: Artifact, table: KnobTable) -> list[str]:
@@ -176,7 +207,7 @@ def _knob_section(a: Artifact, table: KnobTable) -> list[str]:
     cells = [a.cell(arm) for arm in table.levels]
     title = f"## `{table.knob}`: one row per level (read on {table.read_on} pass@1)"
     out = ["", title, ""]
-    out += _table(LEVEL_COLUMNS, [_row(c, depth) for c in cells])
+    out += _table(level_columns(a.thresholds.confidence), [_row(c, depth) for c in cells])
     rates = ("leaky", "strict") if depth else ("strict",)
     for rate in rates:
         comps = [c for c in table.comparisons if c.rate == rate]
@@ -188,7 +219,7 @@ def _knob_section(a: Artifact, table: KnobTable) -> list[str]:
             (
                 "pair",
                 "difference (lower − upper)",
-                "paired 95% interval",
+                f"paired {percent(a.thresholds.confidence)} interval",
                 "churn",
                 "seeds",
                 "verdict",
@@ -196,13 +227,21 @@ def _knob_section(a: Artifact, table: KnobTable) -> list[str]:
             _comparison_rows(comps),
         )
     order = (
-        "Ordering: strict pass@1 non-increasing across the levels: "
-        f"{_ordering(table.ordering_strict)}."
+        "Ordering, read from the adjacent comparisons: strict pass@1 non-increasing across the "
+        f"levels: {_ordering(table.ordering_strict)}."
     )
-    if depth:
+    if table.ordering_leaky is not None:
         order += f" Leaky pass@1 non-increasing: {_ordering(table.ordering_leaky)}."
     out += ["", order]
     return out
+
+
+def render_knob(artifact: Artifact, knob: str) -> str:
+    """One knob's section of the card (levels, adjacent comparisons, ordering) as markdown."""
+    for table in artifact.knobs:
+        if table.knob == knob:
+            return "\n".join(_knob_section(artifact, table)).lstrip("\n") + "\n"
+    raise KeyError(f"the card has no knob {knob!r}")
 
 
 def _controls_section(a: Artifact) -> list[str]:
@@ -216,7 +255,8 @@ def _controls_section(a: Artifact) -> list[str]:
         "block or prompt length). They are not levels, and no comparison or ordering reads them.",
         "",
     ]
-    return out + _table(LEVEL_COLUMNS, [_row(a.cell(arm), False) for arm in a.controls])
+    header = level_columns(a.thresholds.confidence)
+    return out + _table(header, [_row(a.cell(arm), False) for arm in a.controls])
 
 
 def _concurrency(p: Provenance) -> str:
@@ -377,8 +417,8 @@ def _thresholds(th: Thresholds) -> str:
     return (
         f"saturated at or below {th.saturation_low:g} or at or above {th.saturation_high:g}; "
         f"resolution {th.resolution:g}; no-call limit {th.no_call_max:g}; instrument limit "
-        f"{th.instrument_max:g}; {th.bootstrap_resamples} bootstrap resamples at seed "
-        f"{th.bootstrap_seed}; {th.confidence:.0%} intervals"
+        f"{th.instrument_max:g}; {percent(th.confidence)} intervals (cluster-adjusted Wilson "
+        "rates, paired MOVER differences; no resampling)"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from poisson_tasks.arms import levels
-from poisson_tasks.calibration.artifact import Cell, Claim, PublishedFacts, Statements
+from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, PublishedFacts, Statements
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.runfolder import Thresholds
@@ -47,6 +47,7 @@ def served_phrase(provenance: Provenance) -> str:
 def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Thresholds) -> str:
     episodes = sum(c.episodes for c in cells)
     scored = sum(c.scored for c in cells)
+    pct = f"{th.confidence * 100:g}%"
     if kind == "reference-policy":
         policy = provenance.serving.policy or provenance.model
         who = (
@@ -60,12 +61,14 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
         f"{who}, on {len(provenance.seeds)} generated tasks per level with {provenance.attempts} "
         f"attempts at each: {episodes} episodes over {len(cells)} arms, {scored} of them scored. "
         "A level's pass@1 is the average of its tasks' own pass rates, so each task counts once, "
-        f"and its {th.confidence:.0%} interval comes from redrawing whole tasks "
-        f"{th.bootstrap_resamples} times at seed {th.bootstrap_seed}. Two neighbouring levels are "
-        f"called different only when the {th.confidence:.0%} interval of their paired "
-        "difference, over the seeds both share, stays clear of zero and the difference is at "
-        f"least {th.resolution:g}; otherwise the card says the difference is too small for this "
-        "design to call."
+        f"and its {pct} interval is a Wilson score interval on the effective number of attempts "
+        "(attempts at one task move together, so they count for less than independent ones), "
+        "with an exact bound when every task passes or every task fails. Two neighbouring levels "
+        f"are called different only when the {pct} interval of their paired difference, over "
+        "the seeds both share, stays clear of zero and the difference is at least "
+        f"{th.resolution:g}; otherwise the card says the difference is too small for this design "
+        "to call. An interval marked few events rests on fewer than 15 passes or 15 failures and "
+        "is wide."
     )
 
 
@@ -73,10 +76,34 @@ def _arms_text(cells: Sequence[Cell]) -> str:
     return ", ".join(c.arm_id for c in cells)
 
 
+def _distractor_text(table: KnobTable) -> str:
+    """The distractor line, read from this card's own strict comparisons and nothing else."""
+    comps = [c for c in table.comparisons if c.rate == "strict"]
+    falls = [
+        f"{c.lower.split(':', 1)[1]}→{c.upper.split(':', 1)[1]}"
+        for c in comps
+        if c.verdict == "distinguishable" and (c.diff or 0.0) > 0.0
+    ]
+    head = "The distractor knob (the decoy-tools dial) is experimental"
+    if falls:
+        return (
+            f"{head}. On this card the strict rate falls distinguishably at {', '.join(falls)}; "
+            "that is this card's own measurement, not a calibrated difficulty setting."
+        )
+    small = sum(1 for c in comps if c.verdict == "too_small")
+    left = sum(1 for c in comps if c.verdict == "left_out")
+    return (
+        f"{head}: on this card no adjacent pair of its levels shows the strict rate falling "
+        f"distinguishably ({small} too small to call, {left} left out), so its rows do not show "
+        "a difficulty setting."
+    )
+
+
 def _claims(
     kind: str,
     provenance: Provenance,
     cells: Sequence[Cell],
+    knobs: Sequence[KnobTable],
     installed_generator_hash: str,
     published: Sequence[PublishedFacts],
     thresholds: Thresholds,
@@ -160,16 +187,9 @@ def _claims(
                 ),
             )
         )
-    if any(c.knob == "distractor" for c in cells):
-        out.append(
-            Claim(
-                key="distractor_experimental",
-                text=(
-                    "The distractor knob (the decoy-tools dial) is experimental: it did not make tasks "
-                    "harder for either calibrated model, so its rows do not show a difficulty setting."
-                ),
-            )
-        )
+    distractor = next((k for k in knobs if k.knob == "distractor"), None)
+    if distractor is not None:
+        out.append(Claim(key="distractor_experimental", text=_distractor_text(distractor)))
     if provenance.generator_hash != installed_generator_hash:
         out.append(
             Claim(
@@ -276,6 +296,7 @@ def build_statements(
     kind: str,
     provenance: Provenance,
     cells: Sequence[Cell],
+    knobs: Sequence[KnobTable],
     installed_generator_hash: str,
     published: Sequence[PublishedFacts],
     thresholds: Thresholds,
@@ -285,7 +306,7 @@ def build_statements(
     return Statements(
         what_it_is=_what_it_is(kind, provenance, cells, thresholds),
         does_not_claim=_claims(
-            kind, provenance, cells, installed_generator_hash, published, thresholds
+            kind, provenance, cells, knobs, installed_generator_hash, published, thresholds
         ),
         depth_note=DEPTH_NOTE if has_top_depth else None,
     )

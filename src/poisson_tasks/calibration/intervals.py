@@ -1,0 +1,322 @@
+"""The card's confidence intervals: a level's rate and the paired difference of two levels.
+
+No resampling: every bound is a closed-form function of the per-task counts, so a card recomputes
+to the same bytes on any machine and no printed bound depends on a seed. docs/calibration.md
+gives the reasons and the sources; benchmarks/coverage_sim.py measures the coverage.
+
+Rate of one level (tasks t = 1..T, task rate r_t = s_t / n_t, point estimate p = mean of r_t):
+- effective sample size (Korn and Graubard 1998): n_eff = p(1-p) / (var(r_t) / T), kept within
+  [T, N] (N attempts in all): never more than the attempts, never fewer than the tasks. With equal
+  attempts m it equals N / (1 + (m-1) rho), the design effect of the within-task correlation rho.
+- Wilson score interval on (p, n_eff) with the two-sided t critical value on T-1 degrees of
+  freedom in place of z (the degrees-of-freedom adjustment of Korn and Graubard; Dean and Pagano
+  2015 and Franco et al. 2019 compare these intervals for clustered proportions).
+- saturated (every task all pass or every task all fail): the exact one-sided Clopper-Pearson
+  bound with the task as the unit, [(alpha/2)^(1/T), 1] or [0, 1 - (alpha/2)^(1/T)]: 60 tasks
+  that all pass bound the rate below at 0.940, never at 1.
+
+Paired difference of two levels over shared tasks (d = pA - pB):
+- MOVER (Newcombe 1998, method 10; Zou and Donner 2008) on the two Wilson intervals above,
+  with the correlation of the two estimates, which for task means is the correlation of the
+  paired task rates across tasks.
+- when no task's rate differs between the levels, the half-width is at least the exact upper
+  bound on the share of discordant tasks, 1 - (alpha/2)^(1/T): |d| cannot exceed that share.
+
+Every function takes arrays whose last axis is the tasks, so the coverage benchmark runs this
+very code on thousands of simulated cells at once; the card calls it on one cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+FEW_EVENTS = 15  # fewer successes or failures than this: the card marks the interval as wide
+
+__all__ = [
+    "FEW_EVENTS",
+    "PairedInterval",
+    "RateInterval",
+    "exact_all_agree_bound",
+    "few_events",
+    "paired_interval",
+    "paired_interval_arrays",
+    "rate_interval",
+    "rate_interval_arrays",
+    "t_critical",
+    "wilson",
+]
+
+
+# --------------------------------------------------------------------------- t critical value
+
+
+def _t_two_sided_mass(t: float, df: int) -> float:
+    """P(|T| < t) for Student's t on an integer df (Abramowitz and Stegun 26.7.3 and 26.7.4)."""
+    theta = math.atan(t / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    s = math.sin(theta)
+    if df % 2 == 1:
+        total, term = 0.0, 1.0
+        if df > 1:
+            total = term
+            for j in range(1, (df - 3) // 2 + 1):
+                term *= c2 * (2 * j) / (2 * j + 1)
+                total += term
+        return 2.0 / math.pi * (theta + s * math.cos(theta) * total)
+    total, term = 1.0, 1.0
+    for j in range(1, (df - 2) // 2 + 1):
+        term *= c2 * (2 * j - 1) / (2 * j)
+        total += term
+    return s * total
+
+
+@lru_cache(maxsize=256)
+def t_critical(confidence: float, df: int) -> float:
+    """The two-sided critical value t with P(|T_df| < t) = confidence, by bisection.
+
+    Exact to about 1e-12 for any integer df >= 1; standard library only (no scipy on the card
+    path). Over 1,000 degrees of freedom it is within 1e-3 of z, and the normal value is used.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be in (0, 1)")
+    if df < 1:
+        raise ValueError("the t critical value needs at least 1 degree of freedom (two tasks)")
+    if df > 1000:
+        return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    lo, hi = 0.0, 1.0
+    while _t_two_sided_mass(hi, df) < confidence:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _t_two_sided_mass(mid, df) < confidence:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13:
+            break
+    return 0.5 * (lo + hi)
+
+
+# --------------------------------------------------------------------------- building blocks
+
+
+def wilson(
+    p: npt.ArrayLike, n: npt.ArrayLike, crit: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray]:
+    """Wilson score bounds for a proportion p on n (possibly effective, non-integer) trials."""
+    p_ = np.asarray(p, dtype=np.float64)
+    n_ = np.asarray(n, dtype=np.float64)
+    z2 = np.asarray(crit, dtype=np.float64) ** 2
+    denom = 1.0 + z2 / n_
+    centre = (p_ + z2 / (2.0 * n_)) / denom
+    half = np.sqrt(z2 * (p_ * (1.0 - p_) / n_ + z2 / (4.0 * n_ * n_))) / denom
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
+def exact_all_agree_bound(confidence: float, tasks: int) -> float:
+    """(alpha/2)^(1/T): the exact lower bound on a rate when all T tasks pass every attempt."""
+    return float(((1.0 - confidence) / 2.0) ** (1.0 / tasks))
+
+
+def few_events(successes: int, failures: int) -> bool:
+    """True when a cell has fewer than FEW_EVENTS successes or failures: its interval is wide."""
+    return min(successes, failures) < FEW_EVENTS
+
+
+def _as_2d(x: npt.ArrayLike) -> FloatArray:
+    arr = np.asarray(x, dtype=np.float64)
+    return arr.reshape(1, -1) if arr.ndim == 1 else arr
+
+
+# --------------------------------------------------------------------------- rate of one level
+
+
+@dataclass(frozen=True)
+class RateArrays:
+    """Vectorised result of rate_interval_arrays: one entry per simulated or real cell."""
+
+    point: FloatArray
+    low: FloatArray
+    high: FloatArray
+    n_eff: FloatArray
+
+
+def rate_interval_arrays(
+    successes: npt.ArrayLike, attempts: npt.ArrayLike, confidence: float
+) -> RateArrays:
+    """Interval of the task-mean rate for each row of (cells, tasks) arrays.
+
+    Every task must have at least one attempt (the scalar wrapper drops empty tasks first).
+    """
+    s = _as_2d(successes)
+    n = _as_2d(attempts)
+    if s.shape != n.shape:
+        raise ValueError("successes and attempts must have the same shape")
+    if np.any(n < 1):
+        raise ValueError("every task needs at least one scored attempt")
+    tasks = s.shape[-1]
+    if tasks < 2:
+        raise ValueError("an interval needs at least two tasks with scored attempts")
+    rates = s / n
+    p = rates.mean(axis=-1)
+    total = n.sum(axis=-1)
+    var_mean = rates.var(axis=-1, ddof=1) / tasks
+    pq = p * (1.0 - p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(var_mean > 0.0, pq / var_mean, total)
+    n_eff = np.clip(n_eff, float(tasks), total)
+    crit = t_critical(confidence, tasks - 1)
+    low, high = wilson(p, n_eff, crit)
+    bound = exact_all_agree_bound(confidence, tasks)
+    all_pass = np.all(s == n, axis=-1)
+    all_fail = np.all(s == 0, axis=-1)
+    low = np.where(all_pass, bound, np.where(all_fail, 0.0, low))
+    high = np.where(all_fail, 1.0 - bound, np.where(all_pass, 1.0, high))
+    return RateArrays(point=p, low=low, high=high, n_eff=n_eff)
+
+
+@dataclass(frozen=True)
+class RateInterval:
+    """A level's rate, its interval, the effective sample size and whether events are few."""
+
+    point: float
+    low: float
+    high: float
+    n_eff: float
+    tasks: int
+    few_events: bool
+
+
+def _cell(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    s = np.asarray(successes, dtype=np.int64)
+    n = np.asarray(attempts, dtype=np.int64)
+    if s.ndim != 1 or s.shape != n.shape:
+        raise ValueError("successes and attempts must be 1-D arrays of the same length")
+    if np.any(n < 0) or np.any(s < 0) or np.any(s > n):
+        raise ValueError("need 0 <= successes <= attempts for every task")
+    return s.astype(np.float64), n.astype(np.float64)
+
+
+def rate_interval(
+    successes: npt.ArrayLike, attempts: npt.ArrayLike, confidence: float
+) -> RateInterval:
+    """The card's interval for one level's rate; tasks with no scored attempt are left out."""
+    s, n = _cell(successes, attempts)
+    keep = n > 0
+    s, n = s[keep], n[keep]
+    if s.size == 0:
+        raise ValueError("cell has no task with a scored attempt")
+    if s.size == 1:  # one task: no spread to read, so nothing narrower than [0, 1] is honest
+        p = float(s[0] / n[0])
+        return RateInterval(p, 0.0, 1.0, 1.0, 1, few_events(int(s[0]), int(n[0] - s[0])))
+    r = rate_interval_arrays(s, n, confidence)
+    succ = int(s.sum())
+    return RateInterval(
+        point=float(r.point[0]),
+        low=float(r.low[0]),
+        high=float(r.high[0]),
+        n_eff=float(r.n_eff[0]),
+        tasks=int(s.size),
+        few_events=few_events(succ, int(n.sum()) - succ),
+    )
+
+
+# --------------------------------------------------------------------------- paired difference
+
+
+@dataclass(frozen=True)
+class PairedArrays:
+    """Vectorised result of paired_interval_arrays."""
+
+    diff: FloatArray
+    low: FloatArray
+    high: FloatArray
+
+
+def paired_interval_arrays(
+    a_succ: npt.ArrayLike,
+    a_att: npt.ArrayLike,
+    b_succ: npt.ArrayLike,
+    b_att: npt.ArrayLike,
+    confidence: float,
+) -> PairedArrays:
+    """MOVER interval of mean(rA) - mean(rB) for each row of aligned (cells, tasks) arrays."""
+    sa, na, sb, nb = (_as_2d(x) for x in (a_succ, a_att, b_succ, b_att))
+    if not sa.shape == na.shape == sb.shape == nb.shape:
+        raise ValueError("the two levels must be aligned on the same tasks")
+    a = rate_interval_arrays(sa, na, confidence)
+    b = rate_interval_arrays(sb, nb, confidence)
+    ra, rb = sa / na, sb / nb
+    tasks = sa.shape[-1]
+    ca = ra - ra.mean(axis=-1, keepdims=True)
+    cb = rb - rb.mean(axis=-1, keepdims=True)
+    sxy = (ca * cb).sum(axis=-1)
+    sxx = (ca * ca).sum(axis=-1)
+    syy = (cb * cb).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.where((sxx > 0.0) & (syy > 0.0), sxy / np.sqrt(sxx * syy), 0.0)
+    corr = np.clip(corr, -1.0, 1.0)
+    d = a.point - b.point
+    la, ua = a.point - a.low, a.high - a.point
+    lb, ub = b.point - b.low, b.high - b.point
+    low_half = np.sqrt(np.maximum(la * la - 2.0 * corr * la * ub + ub * ub, 0.0))
+    high_half = np.sqrt(np.maximum(ua * ua - 2.0 * corr * ua * lb + lb * lb, 0.0))
+    floor = 1.0 - exact_all_agree_bound(confidence, tasks)
+    no_discord = np.all(ra == rb, axis=-1)
+    low_half = np.where(no_discord, np.maximum(low_half, floor), low_half)
+    high_half = np.where(no_discord, np.maximum(high_half, floor), high_half)
+    low = np.clip(d - low_half, -1.0, 1.0)
+    high = np.clip(d + high_half, -1.0, 1.0)
+    return PairedArrays(diff=d, low=low, high=high)
+
+
+@dataclass(frozen=True)
+class PairedInterval:
+    """A paired A-minus-B comparison over shared tasks: difference, interval, churn, tasks used."""
+
+    diff: float
+    low: float
+    high: float
+    churn: float
+    pairs_used: int
+    pairs_dropped: int
+
+
+def paired_interval(
+    a_succ: npt.ArrayLike,
+    a_att: npt.ArrayLike,
+    b_succ: npt.ArrayLike,
+    b_att: npt.ArrayLike,
+    confidence: float,
+) -> PairedInterval:
+    """The card's paired interval; a task with no scored attempt at either level is left out.
+
+    churn is the share of the tasks used whose pass rate differs between the two levels.
+    """
+    sa, na = _cell(a_succ, a_att)
+    sb, nb = _cell(b_succ, b_att)
+    if sa.shape != sb.shape:
+        raise ValueError("the two cells must be aligned on the same seeds")
+    keep = (na > 0) & (nb > 0)
+    used = int(keep.sum())
+    if used < 2:
+        raise ValueError("fewer than two seeds have scored attempts at both levels")
+    sa, na, sb, nb = sa[keep], na[keep], sb[keep], nb[keep]
+    r = paired_interval_arrays(sa, na, sb, nb, confidence)
+    churn = float(np.mean(sa * nb != sb * na))
+    return PairedInterval(
+        diff=float(r.diff[0]),
+        low=float(r.low[0]),
+        high=float(r.high[0]),
+        churn=churn,
+        pairs_used=used,
+        pairs_dropped=int(keep.size - used),
+    )
