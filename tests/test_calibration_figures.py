@@ -345,3 +345,38 @@ def test_records_outside_the_provenance_plan_are_refused(tmp_path: Path) -> None
             installed_generator_hash=FAKE_HASH,
             published=[],
         )
+
+
+ORDER_ARMS = ["distractor:r0@k16", "distractor:r2@k16", "distractor:r4@k16"]
+
+
+@pytest.mark.parametrize(
+    ("passes", "verdict", "saturated", "text"),
+    [
+        # falls distinguishably, then no task moves (too small to call): decided yes
+        ((4, 2, 2), "yes", [], "non-increasing across the levels: yes."),
+        # rises distinguishably from r0 to r2: decided no
+        ((2, 4, 4), "no", [], "no (r0@k16→r2@k16 rises distinguishably)"),
+        # r2 saturated: both pairs are left out, nothing rises: the data do not decide it
+        (
+            (4, 5, 4),
+            "cannot_tell",
+            ["r2@k16"],
+            "cannot tell (r0@k16→r2@k16, r2@k16→r4@k16 left out)",
+        ),
+        # a saturated level is named even when another pair decides the ordering
+        ((5, 2, 4), "no", ["r0@k16"], "saturated on strict: `r0@k16`"),
+    ],
+)
+def test_ordering_is_read_from_the_paired_comparisons(
+    tmp_path: Path, passes: tuple[int, int, int], verdict: str, saturated: list[str], text: str
+) -> None:
+    n = 20
+    lines = []
+    for arm, p in zip(ORDER_ARMS, passes, strict=True):
+        lines += _rates_lines(arm, [p] * n, 5)
+    a = card(tmp_path, ORDER_ARMS, range(n), 5, lines)
+    order = a.knobs[0].ordering_strict
+    assert order.verdict == verdict
+    assert order.saturated == saturated
+    assert text in render_document(a)

@@ -355,3 +355,16 @@ def test_validate_refuses_a_file_that_is_not_yaml_or_missing(tmp_path: Path) -> 
     assert len(res.stderr.strip().splitlines()) == 1
     res = cli.invoke(app, ["validate", str(tmp_path / "nope.yaml")])
     assert res.exit_code == 2 and "cannot be read" in res.stderr
+
+
+def test_validate_caps_an_mdd_above_one_in_words(tmp_path: Path) -> None:
+    """6 tasks: the worst-case MDD is 2.80 / sqrt(6) = 1.144, which no rate difference can be."""
+    doc = yaml.safe_load((PREREGS / "smoke.yaml").read_text(encoding="utf-8"))
+    doc["design"]["tasks"] = 6
+    path = tmp_path / "six.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    res = cli.invoke(app, ["validate", str(path)])
+    assert res.exit_code == 0, res.output
+    assert "above 1: no difference can be resolved at this size" in res.stdout
+    assert "1.144" not in res.stdout
+    assert "349 tasks per arm resolve" in res.stdout

@@ -700,6 +700,13 @@ def _own_tools(design: Design, source: str | None) -> tuple[ToolSet | None, list
     return tools, []
 
 
+def _mdd_text(mdd: float) -> str:
+    """An MDD as validate prints it: a rate difference cannot exceed 1, so larger reads in words."""
+    if mdd > 1.0:
+        return "above 1: no difference can be resolved at this size"
+    return f"{mdd:.3f}"
+
+
 def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
     """The design's resolution: MDD at alpha 0.05 and 80% power under worst-case variance."""
     from poisson_tasks.calibration.stats import (  # numpy: imported only when a plan is made
@@ -981,15 +988,16 @@ def describe_plan(plan: Plan) -> str:
         f"{plan.attempts} attempts)",
         f"  horizon      {plan.horizon} (slack {pr.design.slack}); turn limit "
         f"{pr.design.turn_limit}",
-        f"  resolution   MDD {r.mdd_any:.3f} for arms of any dependence, {r.mdd_independent:.3f} "
-        f"for independent arms (alpha 0.05, 80% power, worst-case variance); declared "
-        f"{r.declared:.3f}",
+        f"  resolution   MDD {_mdd_text(r.mdd_any)} for arms of any dependence, "
+        f"{_mdd_text(r.mdd_independent)} for independent arms (alpha 0.05, 80% power, worst-case "
+        f"variance); declared {r.declared:.3f}, which {r.tasks_needed_any} tasks per arm resolve "
+        f"({r.tasks_needed_independent} for independent arms)",
     ]
     if r.under_powered:
         lines.append(
-            f"  warning: under-powered: the worst-case MDD {r.mdd_any:.3f} is above the declared "
-            f"resolution {r.declared:.3f}; {r.tasks_needed_any} tasks per arm guarantee it "
-            f"({r.tasks_needed_independent} for independent arms). Pairs with less variance can "
+            f"  warning: under-powered: the worst-case MDD {_mdd_text(r.mdd_any)} is above the "
+            f"declared resolution {r.declared:.3f}; {r.tasks_needed_any} tasks per arm guarantee "
+            f"it ({r.tasks_needed_independent} for independent arms). Pairs with less variance can "
             "still be called."
         )
     b = pr.budget

@@ -13,7 +13,7 @@ from pathlib import Path
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration import Artifact, card_from_run
 from poisson_tasks.prereg import Plan, load_preregistration, validate_preregistration
-from poisson_tasks.runner import RunSummary, run_preregistration
+from poisson_tasks.runner import RunSummary, check_plan_pins, run_preregistration
 
 
 def default_preregistration() -> Path:
@@ -52,6 +52,7 @@ def run_arm(
 ) -> StudyResult:
     """Run one cell (one arm of a pre-registration, its tasks and attempts) and card it."""
     plan = prereg if isinstance(prereg, Plan) else load_preregistration(prereg)
+    check_plan_pins(plan)  # the whole plan's contrasts, before the one cell's first request
     doc = plan.preregistration.model_dump(mode="json")
     doc["design"]["arms"] = [arm]
     doc["design"]["horizon"] = parse_arm_id(arm).max_turns(doc["design"]["slack"])

@@ -6,6 +6,12 @@
 
 from __future__ import annotations
 
-from poisson_tasks.runner.run import RunSummary, run_plan, run_preregistration, summary_lines
+from poisson_tasks.runner.run import (
+    RunSummary,
+    check_plan_pins,
+    run_plan,
+    run_preregistration,
+    summary_lines,
+)
 
-__all__ = ["RunSummary", "run_plan", "run_preregistration", "summary_lines"]
+__all__ = ["RunSummary", "check_plan_pins", "run_plan", "run_preregistration", "summary_lines"]

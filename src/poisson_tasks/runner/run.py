@@ -23,7 +23,9 @@ from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.errors import EndpointError, PoissonError
 from poisson_tasks.generator import generate
 from poisson_tasks.owntools import ToolSet, with_own_tools
+from poisson_tasks.pins.check import PinRefusal
 from poisson_tasks.pins.owntools import own_tools_ledger
+from poisson_tasks.pins.plan import check_plan
 from poisson_tasks.prereg import Plan, load_preregistration
 from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, StopReason, Usage
 from poisson_tasks.runner.budget import Limits
@@ -360,6 +362,24 @@ def _check_arms(plan: Plan) -> None:
             with_own_tools(bundle, plan.own_tools)
 
 
+def check_plan_pins(plan: Plan) -> None:
+    """Hold the pin ledger over every contrast of the plan at every seed, before any request.
+
+    A violated row refuses the whole run with PinRefusal (exit 2) in one line naming the row, the
+    arms and their values, and the seeds it was refused at; there is no switch to skip it.
+    """
+    report = check_plan(plan.arms, plan.seeds)
+    if not report.refused:
+        return
+    seed, first = next(
+        (r.seed, v) for c in report.contrasts for r in c.reports for v in r.violations
+    )
+    raise PinRefusal(
+        f"run refused before any request: {report.message()}; at seed {seed}: {first.line()}; "
+        "the levels of a contrast must differ only in their knob: fix the generator or the plan"
+    )
+
+
 OWN_TOOLS_SEEDS = 3  # the seeds the pin ledger is held on with the user's tools, from the first
 
 
@@ -390,6 +410,7 @@ async def run_plan(
     path = Path(out_dir)
     pr = plan.preregistration
     _check_arms(plan)
+    check_plan_pins(plan)
     if pr.design.harness == "verifiers-null":
         vf_eval_command()  # the extra is missing: stop before the folder is touched
     checked = RunFolder.check_resumable(path, plan) if resume else None
