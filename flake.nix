@@ -150,7 +150,7 @@
           # The fast suite against the locked dev environment, on a copy of the source tree.
           tests = pkgs.runCommand "poisson-tasks-tests" { } ''
             cp -r ${./.} src && chmod -R u+w src && cd src
-            export HOME=$TMPDIR POISSON_TASKS_PROVENANCE=${provenance.${system}}
+            export HOME=$TMPDIR PATH=${dev}/bin:$PATH POISSON_TASKS_PROVENANCE=${provenance.${system}}
             ${dev}/bin/python -m pytest -q -p no:cacheprovider
             touch $out
           '';
