@@ -24,7 +24,7 @@ from poisson_tasks.arms import all_arms
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
-from poisson_tasks.pins import check_pins, measure_pins
+from poisson_tasks.pins import check_pins, measure_pins, pinned_bundle
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.verifier import verify
 
@@ -32,7 +32,8 @@ from poisson_tasks.verifier import verify
 def one_pass(arms: list[str], seeds: range, pins: bool) -> tuple[float, float, int, int]:
     """Every bundle generated, then every reference and control verified; all bundles held."""
     t0 = time.perf_counter()
-    bundles = [generate(a, s, pins=pins) for a in arms for s in seeds]
+    make = pinned_bundle if pins else generate
+    bundles = [make(a, s) for a in arms for s in seeds]
     t1 = time.perf_counter()
     verdicts = 0
     for b in bundles:
@@ -48,7 +49,7 @@ def streamed_pass(arms: list[str], seeds: range) -> tuple[float, float, int, int
     for a in arms:
         for s in seeds:
             t0 = time.perf_counter()
-            b = generate(a, s, pins=False)
+            b = generate(a, s)
             t1 = time.perf_counter()
             verdicts += _verify_all(b)
             ver += time.perf_counter() - t1
@@ -68,9 +69,7 @@ def pins_pass(knobs: list[str], seeds: range) -> tuple[float, float, float, int,
     """One pin-ledger sweep: generate, measure and check seconds, counts, refusals, CPU seconds."""
     cpu = time.process_time()
     t0 = time.perf_counter()
-    contrasts = [
-        {a.id: generate(a, s, pins=False) for a in all_arms(k)} for k in knobs for s in seeds
-    ]
+    contrasts = [{a.id: generate(a, s) for a in all_arms(k)} for k in knobs for s in seeds]
     t1 = time.perf_counter()
     measured = [{a: measure_pins(b) for a, b in c.items()} for c in contrasts]
     t2 = time.perf_counter()

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from poisson_tasks.arms import parse_arm_id
+from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import (
     EPISODES,
     EpisodeLine,
     RunHeader,
     Session,
-    Thresholds,
     Timing,
     Usage,
     append_episode,

@@ -20,7 +20,8 @@ from poisson_tasks.calibration import card_from_run, card_json, read_card_json, 
 from poisson_tasks.calibration.artifact import Artifact, PublishedFacts
 from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.errors import CardRefusal
-from poisson_tasks.runfolder import EpisodeLine, Thresholds
+from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder import EpisodeLine
 from poisson_tasks.verifier import Outcome
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,8 @@ from poisson_tasks.calibration import (
     render_document,
 )
 from poisson_tasks.calibration.artifact import Artifact
-from poisson_tasks.runfolder import EpisodeLine, Thresholds, Timing, Usage
+from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.verifier import Outcome
 
 

@@ -11,8 +11,7 @@ import pytest
 from synthetic_runs import DECODING, FAKE_HASH, header, line, write_run
 from typer.testing import CliRunner
 
-from poisson_tasks.calibration import card_from_run, card_json, render_document
-from poisson_tasks.calibration import published as pub
+from poisson_tasks.calibration import card_from_run, card_json, manifest, render_document
 from poisson_tasks.calibration.published import (
     check_published,
     compare_published,
@@ -62,7 +61,7 @@ def make_run(
 @pytest.fixture
 def published(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     base = tmp_path / "calibration"
-    monkeypatch.setattr(pub, "PUBLISHED_DIR", base)
+    monkeypatch.setattr(manifest, "PUBLISHED_DIR", base)
     store_published(make_run(tmp_path / "run-oracle"), "reference-oracle")
     return base
 

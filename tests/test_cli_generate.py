@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from poisson_tasks.cli import app
 from poisson_tasks.generator import generate
+from poisson_tasks.pins import pinned_bundle
 
 runner = CliRunner()
 
@@ -41,7 +42,7 @@ def test_show_prints_the_whole_task() -> None:
 def test_json_is_the_canonical_bundle() -> None:
     res = runner.invoke(app, ["generate", "distractor:r8@k16", "--seed", "3", "--json"])
     assert res.exit_code == 0
-    assert res.stdout.strip().encode() == generate("distractor:r8@k16", 3).canonical()
+    assert res.stdout.strip().encode() == pinned_bundle("distractor:r8@k16", 3).canonical()
     json.loads(res.stdout)
 
 

@@ -27,12 +27,12 @@ from poisson_tasks.domain.vocabulary import CLASSES, EVAL_WORDS, EXTRA_FIELDS, T
 from poisson_tasks.errors import ArmError
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
-from poisson_tasks.generator.draft import history_tokens
 from poisson_tasks.generator.faults import failed_exchanges, failed_messages
 from poisson_tasks.generator.scenario import READ_NAMES, draw_scenario
 from poisson_tasks.generator.similarity import lookalike_numbers
 from poisson_tasks.generator.tools import block_tokens, stage_tool, stage_tool_name
 from poisson_tasks.tokens import count_tokens
+from poisson_tasks.transcript import history_tokens
 from poisson_tasks.verifier import verify
 
 NEW_KNOBS = ("similarity", "faults", "history", "block", "arguments", "shape", "spread")

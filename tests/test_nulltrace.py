@@ -86,7 +86,7 @@ def _same(bundle: TaskBundle, ep: Episode, info: dict[str, Any], fmt: FormatRepo
 @pytest.mark.parametrize("arm", [*LEVELS, *CONTROLS])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_every_control_episode_reads_as_verify_gives(arm: str, seed: int) -> None:
-    bundle = generate(arm, seed, pins=False)
+    bundle = generate(arm, seed)
     for name, ep in _episodes(bundle).items():
         turns = [list(t) for t in ep.turns]
         stop = "max_turns" if ep.turn_limit_hit else "agent_completed"
@@ -97,7 +97,7 @@ def test_every_control_episode_reads_as_verify_gives(arm: str, seed: int) -> Non
 
 
 def test_unknown_tool_and_bad_json_are_malformed_and_stop_the_replay_check() -> None:
-    bundle = generate("faults:f2", 3, pins=False)
+    bundle = generate("faults:f2", 3)
     ref = [[c] for c in bundle.reference_calls]
     for bad in (
         ToolCall(name="no_such_tool", arguments={"record_id": "x"}),
@@ -114,7 +114,7 @@ def test_unknown_tool_and_bad_json_are_malformed_and_stop_the_replay_check() -> 
 
 
 def test_a_tool_answer_that_differs_from_the_replay_is_replay_mismatch() -> None:
-    bundle = generate("depth:d3", 0, pins=False)
+    bundle = generate("depth:d3", 0)
     turns = [[c] for c in bundle.reference_calls]
     wire = null_trace(bundle, turns)
     tool_nodes = [n for n in wire["nodes"] if n["message"]["role"] == "tool"]
@@ -124,7 +124,7 @@ def test_a_tool_answer_that_differs_from_the_replay_is_replay_mismatch() -> None
 
 
 def test_a_tool_call_written_as_text_is_format_clause_1() -> None:
-    bundle = generate("depth:d3", 0, pins=False)
+    bundle = generate("depth:d3", 0)
     call = bundle.reference_calls[0]
     text = "<tool_call>\n" + json.dumps({"name": call.name, "arguments": call.arguments}) + "\n"
     info = verdict_info(bundle, null_trace(bundle, [], final_text=text + "</tool_call>"))
@@ -133,7 +133,7 @@ def test_a_tool_call_written_as_text_is_format_clause_1() -> None:
 
 
 def test_plain_text_reply_without_a_call_is_the_models_failure() -> None:
-    bundle = generate("depth:d3", 0, pins=False)
+    bundle = generate("depth:d3", 0)
     info = verdict_info(bundle, null_trace(bundle, [], final_text="Which record?"))
     assert info["outcome"] == "wrong_state" and info["tool_calls"] == 0
     assert info["model_calls"] == 1
@@ -156,14 +156,14 @@ def test_plain_text_reply_without_a_call_is_the_models_failure() -> None:
 def test_instrument_failures_are_never_the_models(
     stop: str, errors: list[Any], calls: list[Any], outcome: str
 ) -> None:
-    bundle = generate("depth:d3", 0, pins=False)
+    bundle = generate("depth:d3", 0)
     wire = {**null_trace(bundle, [], final_text=None, stop=stop), "errors": errors, "calls": calls}
     info = verdict_info(bundle, wire)
     assert info["outcome"] == outcome and not info["passed"] and not info["leaky_pass"]
 
 
 def test_seeded_history_is_prompt_not_the_models_turns() -> None:
-    bundle = generate("depth:d1+h8", 0, pins=False)
+    bundle = generate("depth:d1+h8", 0)
     assert not isinstance(bundle.prompt, str)  # a seeded history
     turns = [[c] for c in bundle.reference_calls]
     wire = null_trace(bundle, turns)

@@ -113,7 +113,7 @@ def test_more_problems_give_one_line_each(tmp_path: Path) -> None:
 def test_the_block_keeps_the_task_and_swaps_the_reads() -> None:
     tools = load_tool_file(EXAMPLE)
     for arm in ("depth:d3", "spread:p4", "faults:f2", "block:k32", "history:t600"):
-        plain = generate(arm, 3, pins=False)
+        plain = generate(arm, 3)
         own = with_own_tools(plain, tools)
         names = [t["function"]["name"] for t in own.tools]
         keep = kept_reads(plain)
@@ -132,7 +132,7 @@ def test_the_block_keeps_the_task_and_swaps_the_reads() -> None:
 def _episode(extra: ToolCall) -> tuple[str, str, int | None]:
     """The reference solution with one user-tool call first, scored as the runner scores it."""
     tools = load_tool_file(EXAMPLE)
-    bundle = with_own_tools(generate("depth:d2", 0, pins=False), tools)
+    bundle = with_own_tools(generate("depth:d2", 0), tools)
     turns = [scored_calls([extra], tools)] + [[c] for c in bundle.reference_calls]
     _, line = apply(
         bundle.engine, initial_state(bundle.engine), turns[0][0].name, turns[0][0].arguments
@@ -166,7 +166,7 @@ def test_a_user_tool_call_is_scored_against_the_users_schema(
 
 def test_a_user_tool_call_mutates_nothing() -> None:
     tools = load_tool_file(EXAMPLE)
-    bundle = with_own_tools(generate("depth:d2", 0, pins=False), tools)
+    bundle = with_own_tools(generate("depth:d2", 0), tools)
     state = initial_state(bundle.engine)
     call = scored_calls(
         [ToolCall(name="cancel_order", arguments={"order_id": "SO-1", "reason": "other"})], tools
@@ -203,7 +203,5 @@ def test_an_own_tools_card_from_the_reference_endpoint(tmp_path: Path) -> None:
     # the tools the model saw are the user's
     first = json.loads((run_dir / "episodes.jsonl").read_text().splitlines()[0])
     assert first["transcript"]["messages"]  # the request's tools are not stored, the bundle's are
-    bundle = with_own_tools(
-        generate(first["arm_id"], first["seed"], pins=False), load_tool_file(EXAMPLE)
-    )
+    bundle = with_own_tools(generate(first["arm_id"], first["seed"]), load_tool_file(EXAMPLE))
     assert first["task_id"] == bundle.task_id

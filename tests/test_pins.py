@@ -15,14 +15,13 @@ from poisson_tasks.bundle import PromptParts, TaskBundle
 from poisson_tasks.cli import app
 from poisson_tasks.domain.engine import LINE_BYTES
 from poisson_tasks.domain.ledger import EngineConfig, FaultPlan, ToolBinding
+from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
-from poisson_tasks.generator.draft import history_tokens
 from poisson_tasks.pins import (
     BY_ID,
     ROW_IDS,
     ROWS,
-    PinError,
     PinReport,
     check_pins,
     check_plan,
@@ -31,6 +30,8 @@ from poisson_tasks.pins import (
     pin_targets,
     views,
 )
+from poisson_tasks.prereg import load_preregistration
+from poisson_tasks.transcript import history_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 THIRTY = tuple(f"N{i}" for i in (*range(1, 14), *range(19, 36)))
@@ -664,11 +665,19 @@ def test_parse_seeds() -> None:
 def test_pin_targets() -> None:
     assert pin_targets(arms="depth:d1, depth:d3", seeds="0-1") == (["depth:d1", "depth:d3"], [0, 1])
     assert pin_targets(arms="depth:d1")[1] == list(range(60))
+    read: list[str] = []
+
+    def smoke() -> tuple[list[str], list[int]]:
+        read.append("smoke")
+        plan = load_preregistration(ROOT / "preregistrations" / "smoke.yaml")
+        return list(plan.arms), list(plan.seeds)
+
     with pytest.raises(PinError, match="not both"):
-        pin_targets(arms="depth:d1", plan="x.yaml")
+        pin_targets(arms="depth:d1", plan=smoke)
     with pytest.raises(PinError, match="put it in --arms"):
         pin_targets(arm="depth:d1", arms="depth:d3")
-    arms, seeds = pin_targets(plan=ROOT / "preregistrations" / "smoke.yaml")
+    assert read == []  # the plan is read only once the options fit together
+    arms, seeds = pin_targets(plan=smoke)
     assert "depth:d1+h8" in arms and len(seeds) == 10
 
 
@@ -693,17 +702,13 @@ def test_cli_plan_reads_a_preregistration() -> None:
 
 
 def test_cli_exits_2_with_one_line_when_a_row_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    import poisson_tasks.generator as generator
-
-    real = generator.generate
-
-    def broken(spec: ArmSpec | str, seed: int, *, pins: bool = True) -> TaskBundle:
-        b = real(spec, seed, pins=pins)
+    def broken(spec: ArmSpec | str, seed: int) -> TaskBundle:
+        b = generate(spec, seed)
         if b.arm_id == "depth:d3":
             return b.model_copy(update={"system_prompt": b.system_prompt + " Hurry."})
         return b
 
-    monkeypatch.setattr(generator, "generate", broken)
+    monkeypatch.setattr("poisson_tasks.pins.plan.generate", broken)
     result = CliRunner().invoke(app, ["generate", "--arms", "depth:d1,depth:d3", "--seeds", "0"])
     assert result.exit_code == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from poisson_tasks.calibration.stats import mdd_binomial_worst_case, minimum_detectable_difference
 from poisson_tasks.cli import app
 from poisson_tasks.errors import PreregistrationError
+from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_difference
 from poisson_tasks.prereg import (
     derive_seeds,
     describe_plan,

@@ -29,12 +29,12 @@ from poisson_tasks.arms import ArmSpec, all_arms, parse_arm_id
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.cli import app as cli_app
 from poisson_tasks.domain.engine import apply, initial_state
+from poisson_tasks.errors import PolicyError, ReferenceServerError
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
 from poisson_tasks.reference import (
     POLICY_NAMES,
     ChatRequest,
-    PolicyError,
     flaky_fault,
     noisy_expected,
     noisy_rates,
@@ -43,7 +43,7 @@ from poisson_tasks.reference import (
     start_reference_server,
 )
 from poisson_tasks.reference.expected import overshoot_possible
-from poisson_tasks.reference.server import ReferenceServer, ReferenceServerError
+from poisson_tasks.reference.server import ReferenceServer
 from poisson_tasks.verifier import Verdict, verify
 
 SEEDS = range(20)

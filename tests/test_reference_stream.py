@@ -18,7 +18,7 @@ from poisson_tasks.reference.app import ReferenceApp
 
 
 def _request(model: str, streamed: bool, **extra: Any) -> bytes:
-    bundle = generate("depth:d3", 1, pins=False)
+    bundle = generate("depth:d3", 1)
     body = {"model": model, "messages": bundle.messages(), "tools": bundle.tools, **extra}
     if streamed:
         body["stream"] = True
@@ -71,7 +71,7 @@ def test_stream_must_be_a_boolean() -> None:
 
 
 def test_the_openai_client_reads_the_stream() -> None:
-    bundle = generate("depth:d3", 1, pins=False)
+    bundle = generate("depth:d3", 1)
     with start_reference_server() as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
         plain = client.chat.completions.create(

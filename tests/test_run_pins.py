@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import poisson_tasks.generator as generator_module
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.cli import app
-from poisson_tasks.pins import PinRefusal
+from poisson_tasks.errors import PinRefusal
 from poisson_tasks.reference import start_reference_server
 from poisson_tasks.reference.app import ReferenceApp
 from poisson_tasks.study import run_arm

@@ -679,7 +679,7 @@ async def test_retries_then_succeeds_and_sends_the_declared_decoding() -> None:
 
 
 async def test_a_call_that_keeps_failing_is_call_failed() -> None:
-    from poisson_tasks.runner.endpoint import CallFailed
+    from poisson_tasks.errors import CallFailed
 
     ep = _endpoint(_answers((503, _err(None))), retries=2)
     with pytest.raises(CallFailed, match="503 after 2 retries"):
@@ -692,7 +692,7 @@ async def test_a_call_that_keeps_failing_is_call_failed() -> None:
 
 
 async def test_out_of_credit_and_refused_keys_stop_the_run() -> None:
-    from poisson_tasks.runner.endpoint import OutOfCredit
+    from poisson_tasks.errors import OutOfCredit
 
     ep = _endpoint(_answers((429, _err("insufficient_quota", "insufficient_quota"))))
     with pytest.raises(OutOfCredit):
@@ -707,7 +707,8 @@ async def test_out_of_credit_and_refused_keys_stop_the_run() -> None:
 def test_out_of_credit_mid_run_keeps_paid_episodes(
     tmp_path: Path, server: ReferenceServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from poisson_tasks.runner.endpoint import Endpoint, OutOfCredit
+    from poisson_tasks.errors import OutOfCredit
+    from poisson_tasks.runner.endpoint import Endpoint
 
     real = Endpoint.complete
     calls = {"n": 0}
@@ -776,10 +777,10 @@ def test_a_runner_bug_stops_the_run_and_is_not_called_complete(
     )
     bad_seed = load_preregistration(path).seeds[2]
 
-    def broken(arm: str, seed: int, *, pins: bool = True) -> Any:
+    def broken(arm: str, seed: int) -> Any:
         if seed == bad_seed:
             raise RuntimeError("generator bug")
-        return real(arm, seed, pins=pins)
+        return real(arm, seed)
 
     monkeypatch.setattr("poisson_tasks.runner.run.generate", broken)
     with pytest.raises(RuntimeError, match="generator bug"):

@@ -18,16 +18,18 @@ from poisson_tasks.calibration.stats import (
     cluster_bootstrap,
     clustered_se,
     is_saturated,
-    mdd_binomial_worst_case,
-    mdd_worst_case,
     median_or_none,
-    minimum_detectable_difference,
     non_increasing,
     paired_bootstrap,
     pass_at_k,
     pass_hat_k,
     percentile_or_none,
     task_pass_at_k,
+)
+from poisson_tasks.power import (
+    mdd_binomial_worst_case,
+    mdd_worst_case,
+    minimum_detectable_difference,
     tasks_needed,
 )
 

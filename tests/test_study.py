@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from poisson_tasks import calibration
+from poisson_tasks import study
 from poisson_tasks.cli import app
 from poisson_tasks.study import default_preregistration
 
@@ -70,9 +70,7 @@ def test_bad_targets_are_one_line(tmp_path: Path) -> None:
 
 
 def test_run_arm_runs_one_cell(tmp_path: Path) -> None:
-    result = calibration.run_arm(
-        ROOT / "preregistrations" / "smoke.yaml", "depth:d3", tmp_path / "cell"
-    )
+    result = study.run_arm(ROOT / "preregistrations" / "smoke.yaml", "depth:d3", tmp_path / "cell")
     assert result.summary.complete
     cells = result.artifact.cells
     assert [c.arm_id for c in cells] == ["depth:d3"]

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
 from poisson_tasks.errors import PoissonError, PreregistrationError
+
+if TYPE_CHECKING:
+    from poisson_tasks.calibration import Artifact
+
+# Each verb imports what it needs inside its own body (ruff PLC0415 is off for this file): the
+# top layer defers every heavy import so `poisson-tasks --help` starts in milliseconds.
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 app = typer.Typer(
     add_completion=False,
@@ -27,7 +38,26 @@ def _fail(exc: PoissonError) -> typer.Exit:
     return typer.Exit(exc.exit_code)
 
 
+def exits(verb: Callable[_P, _R]) -> Callable[_P, _R]:
+    """The one place library errors become exit codes: a PreregistrationError prints one line per
+    problem, any other PoissonError one line; both exit with the error's `exit_code` (errors.py)."""
+
+    @functools.wraps(verb)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return verb(*args, **kwargs)
+        except PreregistrationError as exc:
+            for problem in exc.problems:
+                typer.echo(f"error: {problem}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except PoissonError as exc:
+            raise _fail(exc) from None
+
+    return run
+
+
 @app.command()
+@exits
 def generate(
     arm: Annotated[
         str | None, typer.Argument(help="Arm id, e.g. depth:d3 or distractor:r8@k16.")
@@ -59,18 +89,15 @@ def generate(
     With --arms or --plan every arm is generated at every seed, each knob's arms make one contrast
     per seed, and every pin-ledger row is printed with its verdict. Exit 2 when a row refuses.
     """
-    from poisson_tasks.generator import generate as gen
+    from poisson_tasks.pins import pinned_bundle
     from poisson_tasks.show import render_bundle
 
     if plan is not None or arms is not None:
         _pin_check(arm, plan, arms, seeds, workers)
         return
-    try:
-        if arm is None:
-            raise PoissonError("give an ARM (e.g. depth:d3), or --arms a,b,c or --plan FILE")
-        bundle = gen(arm, seed)
-    except PoissonError as exc:
-        raise _fail(exc) from None
+    if arm is None:
+        raise PoissonError("give an ARM (e.g. depth:d3), or --arms a,b,c or --plan FILE")
+    bundle = pinned_bundle(arm, seed)
     if as_json:
         sys.stdout.write(bundle.canonical().decode() + "\n")
     elif show:
@@ -83,32 +110,37 @@ def _pin_check(
     arm: str | None, plan: Path | None, arms: str | None, seeds: str | None, workers: int
 ) -> None:
     """generate --arms/--plan: the pin ledger over every contrast, printed; exit 2 on a refusal."""
-    from poisson_tasks.pins import PinRefusal, check_plan, pin_targets
+    from poisson_tasks.errors import PinRefusal
+    from poisson_tasks.pins import check_plan, pin_targets
+    from poisson_tasks.prereg import load_preregistration
 
-    try:
-        arm_list, seed_list = pin_targets(arm=arm, plan=plan, arms=arms, seeds=seeds)
-        report = check_plan(arm_list, seed_list, workers=workers)
-    except PoissonError as exc:
-        raise _fail(exc) from None
+    def plan_targets() -> tuple[list[str], list[int]]:
+        assert plan is not None
+        loaded = load_preregistration(plan)
+        return list(loaded.arms), list(loaded.seeds)
+
+    arm_list, seed_list = pin_targets(
+        arm=arm, plan=None if plan is None else plan_targets, arms=arms, seeds=seeds
+    )
+    report = check_plan(arm_list, seed_list, workers=workers)
     typer.echo("\n".join(report.lines()))
     if report.refused:
         raise _fail(PinRefusal(report.message()))
 
 
 @app.command()
+@exits
 def knobs(
     knob: Annotated[str | None, typer.Argument(help="One knob to show, e.g. faults.")] = None,
 ) -> None:
     """List the knobs: levels, control format, shipped, and the probe's figures with provenance."""
     from poisson_tasks.knobtable import render_knobs
 
-    try:
-        typer.echo(render_knobs(knob))
-    except PoissonError as exc:
-        raise _fail(exc) from None
+    typer.echo(render_knobs(knob))
 
 
 @app.command("serve-reference")
+@exits
 def serve_reference(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind (loopback by default).")
@@ -126,26 +158,23 @@ def serve_reference(
     ] = None,
 ) -> None:
     """Serve the reference policies (baselines, never a model) as an OpenAI-compatible endpoint."""
+    from poisson_tasks.policycatalogue import parse_param_options
     from poisson_tasks.reference import POLICY_NAMES
     from poisson_tasks.reference import serve_reference as serve
-    from poisson_tasks.reference.catalogue import parse_param_options
 
-    try:
-        serve(
-            host,
-            port,
-            api_key=api_key,
-            policy_defaults=parse_param_options(param or []),
-            announce=lambda s: typer.echo(
-                f"serving reference policies at {s.base_url} ({', '.join(POLICY_NAMES)}); "
-                "Ctrl-C stops"
-            ),
-        )
-    except PoissonError as exc:
-        raise _fail(exc) from None
+    serve(
+        host,
+        port,
+        api_key=api_key,
+        policy_defaults=parse_param_options(param or []),
+        announce=lambda s: typer.echo(
+            f"serving reference policies at {s.base_url} ({', '.join(POLICY_NAMES)}); Ctrl-C stops"
+        ),
+    )
 
 
 @app.command()
+@exits
 def card(
     target: Annotated[
         Path | None,
@@ -180,52 +209,45 @@ def card(
     from poisson_tasks.calibration.cardjson import card_json
     from poisson_tasks.calibration.output import write_card
 
-    try:
-        if published:
-            checks = calibration.check_published()
-            if not checks:
-                typer.echo("no published card is listed in the manifest: nothing to check")
-            for c in checks:
-                typer.echo(("ok: " if c.ok else "error: ") + c.message, err=not c.ok)
-            if not all(c.ok for c in checks):
-                raise typer.Exit(1)
-            return
-        if compare not in (None, "published"):
-            raise PoissonError(f"--compare {compare!r} is unknown; the one choice is `published`")
-        if plot and out is None:
-            raise PoissonError("--plot writes PNG files: add --out DIR")
-        incomplete = False
-        if target is None or target.is_file():
-            artifact, incomplete = _run_then_card(target, run_dir, out, quiet)
-        elif target.is_dir():
-            if run_dir is not None:
-                raise PoissonError("--run-dir goes with a pre-registration file, not a run folder")
-            artifact = calibration.card_from_run(target)
-        else:
-            raise PoissonError(
-                f"{target} does not exist: give a run folder or a pre-registration YAML file"
-            )
-        if compare is not None:
-            typer.echo(calibration.compare_published(artifact), nl=False)
-        if out is not None:
-            for path in write_card(artifact, out, plot=plot):
-                typer.echo(str(path), err=True)
-        if compare is None:
-            doc = calibration.render_document(artifact)
-            sys.stdout.write(card_json(artifact).decode() if as_json else doc)
-        if incomplete:
-            raise typer.Exit(3)
-    except PreregistrationError as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(exc.exit_code) from None
-    except PoissonError as exc:
-        raise _fail(exc) from None
+    if published:
+        checks = calibration.check_published()
+        if not checks:
+            typer.echo("no published card is listed in the manifest: nothing to check")
+        for c in checks:
+            typer.echo(("ok: " if c.ok else "error: ") + c.message, err=not c.ok)
+        if not all(c.ok for c in checks):
+            raise typer.Exit(1)
+        return
+    if compare not in (None, "published"):
+        raise PoissonError(f"--compare {compare!r} is unknown; the one choice is `published`")
+    if plot and out is None:
+        raise PoissonError("--plot writes PNG files: add --out DIR")
+    incomplete = False
+    if target is None or target.is_file():
+        artifact, incomplete = _run_then_card(target, run_dir, out, quiet)
+    elif target.is_dir():
+        if run_dir is not None:
+            raise PoissonError("--run-dir goes with a pre-registration file, not a run folder")
+        artifact = calibration.card_from_run(target)
+    else:
+        raise PoissonError(
+            f"{target} does not exist: give a run folder or a pre-registration YAML file"
+        )
+    if compare is not None:
+        typer.echo(calibration.compare_published(artifact), nl=False)
+    if out is not None:
+        for path in write_card(artifact, out, plot=plot):
+            typer.echo(str(path), err=True)
+    if compare is None:
+        doc = calibration.render_document(artifact)
+        sys.stdout.write(card_json(artifact).decode() if as_json else doc)
+    if incomplete:
+        raise typer.Exit(3)
 
 
 def _run_then_card(
     prereg: Path | None, run_dir: Path | None, out: Path | None, quiet: bool
-) -> tuple[Any, bool]:
+) -> tuple[Artifact, bool]:
     """Run a pre-registration (or the embedded default) and card it; the summary goes to stderr."""
     from poisson_tasks.calibration.output import write_card
     from poisson_tasks.runner import summary_lines
@@ -244,26 +266,22 @@ def _run_then_card(
 
 
 @app.command()
+@exits
 def validate(
     file: Annotated[Path, typer.Argument(help="A pre-registration YAML file.")],
     seeds: Annotated[bool, typer.Option("--seeds", help="Also print the seed list.")] = False,
 ) -> None:
     """Validate a pre-registration: print its plan and resolution, or every problem (exit 2)."""
-    from poisson_tasks.errors import PreregistrationError
     from poisson_tasks.prereg import describe_plan, load_preregistration
 
-    try:
-        plan = load_preregistration(file)
-    except PreregistrationError as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(exc.exit_code) from None
+    plan = load_preregistration(file)
     typer.echo(describe_plan(plan))
     if seeds:
         typer.echo("seeds: " + ", ".join(map(str, plan.seeds)))
 
 
 @app.command()
+@exits
 def run(
     file: Annotated[Path, typer.Argument(help="A pre-registration YAML file.")],
     out: Annotated[
@@ -280,31 +298,17 @@ def run(
     when an alarm rings (instrument failures over thresholds.instrument_max, or format clause 1;
     the run is recorded), 2 on bad input or an endpoint that refuses the run.
     """
-    from datetime import UTC, datetime
-
-    from poisson_tasks.errors import PreregistrationError
     from poisson_tasks.prereg import load_preregistration
-    from poisson_tasks.runner import run_preregistration, summary_lines
+    from poisson_tasks.runner import default_run_folder, run_preregistration, summary_lines
 
+    if out is not None and resume is not None:
+        raise PoissonError("give --out (a new run) or --resume (an existing one), not both")
+    plan = load_preregistration(file)
+    folder = resume or out or default_run_folder(plan)
     try:
-        if out is not None and resume is not None:
-            raise PoissonError("give --out (a new run) or --resume (an existing one), not both")
-        plan = load_preregistration(file)
-        folder = (
-            resume
-            or out
-            or Path("runs")
-            / (f"{plan.preregistration.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
-        )
         summary = run_preregistration(
             plan, folder, resume=resume is not None, show_progress=False if quiet else None
         )
-    except PreregistrationError as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(exc.exit_code) from None
-    except PoissonError as exc:
-        raise _fail(exc) from None
     except KeyboardInterrupt:
         typer.echo(f"error: interrupted; continue with --resume {folder}", err=True)
         raise typer.Exit(130) from None

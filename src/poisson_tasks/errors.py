@@ -1,6 +1,30 @@
-"""The typed exceptions the library raises; each message names the field and the fix in one line."""
+"""Every public exception the library raises, under one base; each message names the field and the
+fix in one line.
+
+    PoissonError                      exit 2 unless noted: the CLI prints one line and exits
+    ├── ArmError (ValueError)         an arm id or ArmSpec the design has no task for
+    ├── SeedError (ValueError)        a seed that is not a non-negative integer
+    ├── PolicyError (ValueError)      a reference-policy model string or parameter
+    ├── PreregistrationError (ValueError)  a pre-registration that does not validate (one line each)
+    │   └── ToolFileError             a tool file of the user's own tools that does not validate
+    ├── PinError (ValueError)         bundles that do not make one contrast, bad --arms/--seeds
+    ├── PinRefusal                    a contrast the pin ledger refuses
+    ├── RunFolderError                a run folder that is missing, foreign or damaged
+    ├── EndpointError                 an endpoint that cannot be reached or refuses the credentials
+    │   └── OutOfCredit               the provider says the account is out of credit
+    ├── CallFailed                    one model call failed for good (the episode is api_error)
+    │   └── ContextOverflow           the conversation outgrew the model's context window
+    ├── ReferenceServerError          the reference endpoint could not start
+    ├── MissingExtraError             an optional extra is not installed
+    ├── CardRefusal                   exit 1: the spec's refusals forbid publishing the card
+    ├── PublishedCardError            exit 1: a published card is missing or differs from a rebuild
+    └── GeneratorFault (RuntimeError) exit 70: the generator built a task its reference cannot
+                                      solve: a bug in this package, never the user's input
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class PoissonError(Exception):
@@ -17,6 +41,10 @@ class SeedError(PoissonError, ValueError):
     """A seed that is not a non-negative integer."""
 
 
+class PolicyError(PoissonError, ValueError):
+    """A model string or policy parameter the reference endpoint has no policy for."""
+
+
 class PreregistrationError(PoissonError, ValueError):
     """A pre-registration that does not validate; one message per problem."""
 
@@ -29,12 +57,64 @@ class ToolFileError(PreregistrationError):
     """A tool file of the user's own tools that does not validate; one message per problem."""
 
 
+class PinError(PoissonError, ValueError):
+    """Bundles that do not make one contrast (mixed knobs or seeds, ids that do not match)."""
+
+
+class PinRefusal(PoissonError):
+    """A contrast the pin ledger refuses: its message names the rows, arms and seeds."""
+
+
 class RunFolderError(PoissonError):
     """A run folder that is missing, from another pre-registration, or damaged."""
 
 
 class EndpointError(PoissonError):
     """An endpoint that cannot be reached or refuses the credentials."""
+
+
+class OutOfCredit(EndpointError):
+    """The provider says the account is out of credit (OpenAI's insufficient_quota 429)."""
+
+
+class CallFailed(PoissonError):
+    """A model call that failed for good: the episode is api_error (an instrument failure)."""
+
+    def __init__(
+        self,
+        detail: str,
+        retries: int,
+        seconds: float = 0.0,
+        evidence: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.retries = retries
+        self.seconds = seconds
+        self.evidence = evidence or []
+
+
+class ContextOverflow(CallFailed):
+    """The server says the conversation outgrew the model's context window (an HTTP 400)."""
+
+    def __init__(
+        self,
+        detail: str,
+        retries: int,
+        seconds: float = 0.0,
+        evidence: list[dict[str, Any]] | None = None,
+        window: int | None = None,
+    ) -> None:
+        super().__init__(detail, retries, seconds, evidence)
+        self.window = window
+
+
+class ReferenceServerError(PoissonError):
+    """The reference endpoint could not start (an address in use, a bad option)."""
+
+
+class MissingExtraError(PoissonError):
+    """A feature whose optional dependency is missing; the message names the extra to install."""
 
 
 class CardRefusal(PoissonError):
@@ -49,5 +129,7 @@ class PublishedCardError(PoissonError):
     exit_code = 1
 
 
-class MissingExtraError(PoissonError):
-    """A feature whose optional dependency is missing; the message names the extra to install."""
+class GeneratorFault(PoissonError, RuntimeError):
+    """The generator produced a task its own reference cannot solve: a bug, never the user's input."""
+
+    exit_code = 70

@@ -8,8 +8,8 @@ from typing import Any
 
 from poisson_tasks.arms import all_arms
 from poisson_tasks.bundle import TaskBundle, canonical_model
-from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
+from poisson_tasks.pins import pinned_bundle
 
 GOLDEN_SEEDS: tuple[int, ...] = (0, 7, 199)
 _HASH_FIELDS = ("task_id", "engine_hash", "generator_hash", "vocabulary_hash")
@@ -36,6 +36,6 @@ def golden_sample() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for arm in golden_arms():
         for seed in GOLDEN_SEEDS:
-            b = generate(arm, seed)
+            b = pinned_bundle(arm, seed)
             out[f"{arm}|{seed}"] = {"task_id": b.task_id, "content": content_digest(b)}
     return out

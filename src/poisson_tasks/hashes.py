@@ -26,7 +26,7 @@ _INSTALLERS = frozenset({"pip", "setuptools", "wheel", "uv"})
 
 def _generator_files() -> tuple[str, ...]:
     gen = sorted(p.relative_to(_ROOT).as_posix() for p in (_ROOT / "generator").glob("*.py"))
-    return (*gen, "arms.py", "bundle.py", "tokens.py", *VOCABULARY_FILES)
+    return (*gen, "arms.py", "bundle.py", "tokens.py", "transcript.py", *VOCABULARY_FILES)
 
 
 def _hash_files(files: tuple[str, ...], extra: str = "") -> str:

@@ -38,10 +38,10 @@ from pydantic import (
 
 from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import canonical_json, digest
-from poisson_tasks.errors import ArmError, PreregistrationError, ToolFileError
+from poisson_tasks.errors import ArmError, PolicyError, PreregistrationError, ToolFileError
 from poisson_tasks.owntools import ToolSet, load_tool_file
-from poisson_tasks.reference.catalogue import PolicyError, parse_model
-from poisson_tasks.runfolder import Thresholds
+from poisson_tasks.policycatalogue import parse_model
+from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_difference, tasks_needed
 
 FORMAT = "poisson-tasks/preregistration@1"
 RANGE_SEEDS = "range"
@@ -75,6 +75,21 @@ MAX_RETRIES = 100
 MAX_SECONDS = 10_000_000.0  # about 116 days: any wall-clock, timeout or backoff
 MAX_RESAMPLES = 1_000_000
 MIN_RESOLUTION = 0.01  # a finer declared resolution needs more tasks than MAX_TASKS allows
+
+
+class Thresholds(BaseModel):
+    """Every threshold a card uses, declared before the run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    saturation_low: float = 0.05
+    saturation_high: float = 0.95
+    resolution: float = 0.15
+    no_call_max: float = 0.10
+    instrument_max: float = 0.02
+    bootstrap_resamples: int = 2000
+    bootstrap_seed: int = 20260925
+    confidence: float = 0.95
 
 
 class Rates(BaseModel):
@@ -709,12 +724,6 @@ def _mdd_text(mdd: float) -> str:
 
 def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
     """The design's resolution: MDD at alpha 0.05 and 80% power under worst-case variance."""
-    from poisson_tasks.calibration.stats import (  # numpy: imported only when a plan is made
-        mdd_binomial_worst_case,
-        minimum_detectable_difference,
-        tasks_needed,
-    )
-
     mdd_any = minimum_detectable_difference(tasks, attempts)
     return Resolution(
         mdd_any=mdd_any,

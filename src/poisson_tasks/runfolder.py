@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.errors import RunFolderError
+from poisson_tasks.prereg import Thresholds
 from poisson_tasks.verifier import Outcome
 
 HEADER = "run.json"
@@ -45,21 +46,6 @@ StopReason = Literal[
     "interrupted",
     "running",
 ]
-
-
-class Thresholds(BaseModel):
-    """Every threshold a card uses, declared before the run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    saturation_low: float = 0.05
-    saturation_high: float = 0.95
-    resolution: float = 0.15
-    no_call_max: float = 0.10
-    instrument_max: float = 0.02
-    bootstrap_resamples: int = 2000
-    bootstrap_seed: int = 20260925
-    confidence: float = 0.95
 
 
 class Usage(BaseModel):

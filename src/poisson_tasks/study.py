@@ -6,14 +6,18 @@ This is what `poisson-tasks card PREREG.yaml` (and, with no file, the embedded d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration import Artifact, card_from_run
 from poisson_tasks.prereg import Plan, load_preregistration, validate_preregistration
-from poisson_tasks.runner import RunSummary, check_plan_pins, run_preregistration
+from poisson_tasks.runner import (
+    RunSummary,
+    check_plan_pins,
+    default_run_folder,
+    run_preregistration,
+)
 
 
 def default_preregistration() -> Path:
@@ -28,10 +32,6 @@ class StudyResult:
     folder: Path
     summary: RunSummary
     artifact: Artifact
-
-
-def default_run_folder(plan: Plan, root: Path = Path("runs")) -> Path:
-    return root / f"{plan.preregistration.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
 
 
 def run_study(

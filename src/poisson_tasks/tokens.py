@@ -5,14 +5,14 @@ from __future__ import annotations
 from functools import cache, lru_cache
 from importlib.metadata import version
 
+import bpe_openai
+
 ENCODING = "o200k_base"
 TOKENIZER_ID = f"bpe-openai=={version('bpe-openai')}:{ENCODING}"
 
 
 @cache
 def _encoding():  # type: ignore[no-untyped-def]
-    import bpe_openai
-
     return bpe_openai.get_encoding(ENCODING)
 
 

@@ -4,8 +4,6 @@ records_from_run (a run folder -> EpisodeRecords) -> build_artifact (every figur
 the refusals) -> render_document (card.md) and card_json (card.json, canonical bytes).
 """
 
-from typing import Any
-
 from poisson_tasks.calibration.artifact import Artifact, PublishedFacts
 from poisson_tasks.calibration.build import build_artifact, card_from_run
 from poisson_tasks.calibration.cardjson import card_json, read_card_json
@@ -13,14 +11,6 @@ from poisson_tasks.calibration.provenance import Provenance, provenance_from_run
 from poisson_tasks.calibration.published import check_published, compare_published
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
 from poisson_tasks.calibration.render import render_document
-
-
-def run_arm(*args: Any, **kwargs: Any) -> Any:
-    """Run one cell of a pre-registration and card it: see poisson_tasks.study.run_arm."""
-    from poisson_tasks.study import run_arm as _run_arm  # the runner is imported only when used
-
-    return _run_arm(*args, **kwargs)
-
 
 __all__ = [
     "Artifact",
@@ -36,5 +26,4 @@ __all__ = [
     "read_card_json",
     "records_from_run",
     "render_document",
-    "run_arm",
 ]

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from poisson_tasks.calibration.provenance import Provenance
-from poisson_tasks.runfolder import Thresholds
+from poisson_tasks.prereg import Thresholds
 
 FORMAT = "poisson-tasks/card@2"
 Rate = Literal["strict", "leaky"]

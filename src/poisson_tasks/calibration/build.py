@@ -26,12 +26,13 @@ from poisson_tasks.calibration.artifact import (
 )
 from poisson_tasks.calibration.comparisons import knob_table
 from poisson_tasks.calibration.figures import CellCounts, build_cell, no_call_share, totals
+from poisson_tasks.calibration.manifest import published_facts
 from poisson_tasks.calibration.provenance import Provenance, provenance_from_run
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
 from poisson_tasks.calibration.statements import build_statements
 from poisson_tasks.errors import CardRefusal, RunFolderError
 from poisson_tasks.hashes import generator_hash
-from poisson_tasks.runfolder import Thresholds
+from poisson_tasks.prereg import Thresholds
 
 __all__ = ["build_artifact", "card_from_run", "serving_observed"]
 
@@ -105,8 +106,6 @@ def build_artifact(
     if installed is None:
         installed = generator_hash()
     if published is None:
-        from poisson_tasks.calibration.published import published_facts
-
         published = published_facts()
     groups = _group(records, provenance)
     peak = _refuse_no_call(groups, th)

@@ -18,7 +18,7 @@ from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.calibration.figures import CellCounts
 from poisson_tasks.calibration.intervals import paired_interval
 from poisson_tasks.calibration.stats import Interval, call_pair
-from poisson_tasks.runfolder import Thresholds
+from poisson_tasks.prereg import Thresholds
 
 __all__ = ["compare_adjacent", "knob_table", "ordering"]
 

@@ -33,7 +33,7 @@ from poisson_tasks.calibration.stats import (
     percentile_or_none,
     task_pass_at_k,
 )
-from poisson_tasks.runfolder import Thresholds
+from poisson_tasks.prereg import Thresholds
 
 __all__ = ["CellCounts", "build_cell", "cell_counts", "no_call_share", "totals"]
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.cardjson import card_json
+from poisson_tasks.calibration.plot import write_plots
 from poisson_tasks.calibration.render import render_document
 
 CARD_JSON = "card.json"
@@ -28,7 +29,5 @@ def write_card(artifact: Artifact, out_dir: Path | str, *, plot: bool = False) -
         (out / name).write_bytes(data)
         written.append(out / name)
     if plot:
-        from poisson_tasks.calibration.plot import write_plots
-
         written += write_plots(artifact, out)
     return written

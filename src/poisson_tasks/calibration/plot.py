@@ -30,11 +30,11 @@ def _points(figs: list[RateFigure | None]) -> tuple[list[int], list[float], list
 
 def write_plots(artifact: Artifact, out_dir: Path | str) -> list[Path]:
     """Write `<knob>.png` for every knob on the card; returns the paths written."""
-    try:
-        import matplotlib
+    try:  # matplotlib is the optional `plot` extra: imported only when a plot is asked for
+        import matplotlib  # noqa: PLC0415 (optional `plot` extra)
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # noqa: PLC0415 (optional `plot` extra)
     except ImportError as exc:
         raise MissingExtraError(
             "--plot needs matplotlib: pip install 'poisson-tasks[plot]'"

@@ -52,9 +52,10 @@ from poisson_tasks.prereg import (
     Execution,
     Plan,
     Serving,
+    Thresholds,
     validate_preregistration,
 )
-from poisson_tasks.runfolder import Thresholds, read_header
+from poisson_tasks.runfolder import read_header
 
 PROBE_FORMAT = "poisson-tasks/probe@1"
 PROBED_KNOBS: tuple[Knob, ...] = (

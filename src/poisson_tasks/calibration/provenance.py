@@ -31,13 +31,8 @@ from pydantic import (
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration.records import records_sha256
 from poisson_tasks.errors import RunFolderError
-from poisson_tasks.runfolder import (
-    OwnToolsRecord,
-    RunHeader,
-    StopReason,
-    Thresholds,
-    read_header,
-)
+from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder import OwnToolsRecord, RunHeader, StopReason, read_header
 
 ServingKind = Literal["api", "self-served", "reference", "unknown"]
 

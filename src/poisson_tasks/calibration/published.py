@@ -16,29 +16,30 @@ and compares both stored files byte for byte, naming the card and the first diff
 from __future__ import annotations
 
 import gzip
-import json
-import re
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from poisson_tasks.calibration.artifact import Artifact, PublishedFacts
+from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.beside import differences
 from poisson_tasks.calibration.build import build_artifact
 from poisson_tasks.calibration.cardjson import read_card_json
+from poisson_tasks.calibration.manifest import (
+    CARD_NAME,
+    MANIFEST,
+    PUBLISHED_DIR,
+    published_dir,
+    published_facts,
+    read_manifest,
+    write_manifest,
+)
 from poisson_tasks.calibration.output import CARD_JSON, CARD_MD, card_files
-from poisson_tasks.calibration.provenance import provenance_from_header, provenance_from_run
+from poisson_tasks.calibration.provenance import provenance_from_run
 from poisson_tasks.calibration.records import EPISODES_GZ, records_from_run
 from poisson_tasks.calibration.render import percent
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
 from poisson_tasks.runfolder import EPISODES, HEADER, read_header
-
-PUBLISHED_DIR = Path(__file__).resolve().parents[1] / "data" / "published"
-MANIFEST = "manifest.json"
-MANIFEST_FORMAT = "poisson-tasks/published@1"
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 __all__ = [
     "CARD_JSON",
@@ -67,73 +68,15 @@ class PublishedCheck(BaseModel):
     message: str
 
 
-def _dir(directory: Path | None) -> Path:
-    return PUBLISHED_DIR if directory is None else Path(directory)
-
-
-def read_manifest(directory: Path | None = None) -> list[str]:
-    """The names of the published cards; PublishedCardError when the manifest is missing or bad."""
-    path = _dir(directory) / MANIFEST
-    if not path.is_file():
-        raise PublishedCardError(f"{path} is missing: the published folder lists its cards there")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        names = data["cards"]
-        if data.get("format") != MANIFEST_FORMAT or not isinstance(names, list):
-            raise ValueError(f"format must be {MANIFEST_FORMAT!r} with a list of cards")
-    except (ValueError, KeyError, TypeError) as exc:
-        raise PublishedCardError(f"{path} is not a published-card manifest: {exc}") from exc
-    for n in names:
-        if not isinstance(n, str) or not _NAME.match(n):
-            raise PublishedCardError(
-                f"{path}: card name {n!r} must be lowercase letters, digits and -"
-            )
-    return list(names)
-
-
-def write_manifest(names: Sequence[str], directory: Path | None = None) -> None:
-    """Write the manifest with the names sorted and without repeats."""
-    path = _dir(directory) / MANIFEST
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"cards": sorted(set(names)), "format": MANIFEST_FORMAT}
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
 def _has_records(folder: Path) -> bool:
     return (folder / HEADER).is_file() and (
         (folder / EPISODES).is_file() or (folder / EPISODES_GZ).is_file()
     )
 
 
-def published_facts(directory: Path | None = None) -> list[PublishedFacts]:
-    """What each stored published card was measured on (none when there is no published folder)."""
-    base = _dir(directory)
-    if not (base / MANIFEST).is_file():
-        return []
-    out = []
-    for name in read_manifest(base):
-        folder = base / name
-        if not (folder / HEADER).is_file():
-            continue
-        p = provenance_from_header(read_header(folder), records_hash="")
-        out.append(
-            PublishedFacts(
-                name=name,
-                model=p.model,
-                generator_hash=p.generator_hash,
-                seeds=p.seeds,
-                decoding=p.decoding,
-                strictness=p.strictness,
-                arms=p.arms,
-                attempts=p.attempts,
-            )
-        )
-    return out
-
-
 def rebuild_published(name: str, directory: Path | None = None) -> Artifact:
     """Rebuild one published card from its stored records, against every published card's facts."""
-    base = _dir(directory)
+    base = published_dir(directory)
     folder = base / name
     return build_artifact(
         records_from_run(folder), provenance_from_run(folder), published=published_facts(base)
@@ -197,7 +140,7 @@ def _check_one(name: str, base: Path) -> PublishedCheck:
 
 def check_published(directory: Path | None = None) -> list[PublishedCheck]:
     """Rebuild every listed published card and compare its stored files byte for byte."""
-    base = _dir(directory)
+    base = published_dir(directory)
     return [_check_one(name, base) for name in read_manifest(base)]
 
 
@@ -209,7 +152,7 @@ def _complete_lines(source: Path) -> bytes:
 
 def write_published_cards(directory: Path | None = None) -> list[str]:
     """Render card.json and card.md of every listed card that has its records (after a change)."""
-    base = _dir(directory)
+    base = published_dir(directory)
     written = []
     for name in read_manifest(base):
         if not _has_records(base / name):
@@ -223,14 +166,14 @@ def write_published_cards(directory: Path | None = None) -> list[str]:
 
 def store_published(run_dir: Path | str, name: str, directory: Path | None = None) -> Path:
     """Store a finished run as a published card (records, then every card rendered again)."""
-    if not _NAME.match(name):
+    if not CARD_NAME.match(name):
         raise PublishedCardError(f"card name {name!r} must be lowercase letters, digits and -")
     run = Path(run_dir)
     read_header(run)  # a run folder, or RunFolderError
     if not (run / EPISODES).is_file():
         raise PublishedCardError(f"{run} has no {EPISODES}: only a finished run can be published")
     build_artifact(records_from_run(run), provenance_from_run(run), published=[])  # refusals first
-    base = _dir(directory)
+    base = published_dir(directory)
     folder = base / name
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(run / HEADER, folder / HEADER)
@@ -270,7 +213,7 @@ def _stored_card(base: Path, name: str) -> Artifact:
 
 def compare_published(artifact: Artifact, directory: Path | None = None) -> str:
     """A run's rates beside the published cards', or CardRefusal naming what differs."""
-    base = _dir(directory)
+    base = published_dir(directory)
     facts = published_facts(base)
     if not facts:
         raise CardRefusal(f"compare refused: no published card is stored in {base}")

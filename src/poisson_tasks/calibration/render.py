@@ -24,7 +24,7 @@ from poisson_tasks.calibration.artifact import (
 from poisson_tasks.calibration.beside import short_hash
 from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.hashes import describe_environment_hash
-from poisson_tasks.runfolder import Thresholds
+from poisson_tasks.prereg import Thresholds
 
 NOT_RECORDED = "not recorded"
 NA = "n/a"

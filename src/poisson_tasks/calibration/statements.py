@@ -12,7 +12,7 @@ from poisson_tasks.arms import levels
 from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, PublishedFacts, Statements
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
-from poisson_tasks.runfolder import Thresholds
+from poisson_tasks.prereg import Thresholds
 
 PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
 TOP_DEPTH = max(levels("depth"))

@@ -58,7 +58,7 @@ def fetch_task(state_url: str, secret: str) -> dict[str, Any]:
 
 
 def session_for(task: dict[str, Any]) -> EngineSession:
-    bundle = generate(str(task["arm_id"]), int(task["seed"]), pins=False)
+    bundle = generate(str(task["arm_id"]), int(task["seed"]))
     if bundle.task_id != task.get("task_id"):
         raise RuntimeError(
             f"task {task['arm_id']} seed {task['seed']} regenerates as {bundle.task_id}, not "

@@ -64,7 +64,7 @@ class PoissonTask(vf.Task[PoissonTaskData]):
     async def finalize(self, trace: vf.Trace, runtime: vf.Runtime) -> None:
         # traces.jsonl keeps trace.info, not trace.state: the verdict goes there.
         data = self.data
-        bundle = generate(data.arm_id, data.seed, pins=False)
+        bundle = generate(data.arm_id, data.seed)
         wire = json.loads(trace.model_dump_json(include={"nodes", "stop_condition", "errors"}))
         trace.info[TRACE_INFO_KEY] = verdict_info(bundle, wire)
 
@@ -137,7 +137,7 @@ class PoissonTaskset(vf.Taskset[PoissonTask, PoissonTasksetConfig]):
         tasks = []
         for arm, seed, attempt in task_slots(self.config):
             try:
-                bundle = generate(arm, seed, pins=False)
+                bundle = generate(arm, seed)
             except PoissonError as exc:
                 raise ValueError(f"--env.taskset.arms: {exc}") from None
             opening = bundle.messages()

@@ -9,7 +9,7 @@ from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import TaskBundle, digest
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.domain.ledger import EngineConfig
-from poisson_tasks.errors import ArmError
+from poisson_tasks.errors import ArmError, GeneratorFault
 from poisson_tasks.generator import (
     arguments,
     block,
@@ -43,19 +43,16 @@ BUILDERS: dict[str, Builder] = {
 _OK_STATUSES = ("ok", "unavailable", "part")
 
 
-class GeneratorFault(RuntimeError):
-    """The generator produced a task its own reference cannot solve: a bug, never the user's input."""
-
-
 def _spec(arm: ArmSpec | str) -> ArmSpec:
     return parse_arm_id(arm) if isinstance(arm, str) else arm
 
 
-def generate(arm: ArmSpec | str, seed: int, *, pins: bool = True) -> TaskBundle:
+def generate(arm: ArmSpec | str, seed: int) -> TaskBundle:
     """The task of `arm` at `seed`: the same bytes in every process, platform and Python version.
 
-    `pins=True` fills `bundle.pins` with the pin ledger's measurements of this bundle (about a
-    millisecond more); bulk paths that do not read them pass `pins=False`. task_id excludes pins.
+    `bundle.pins` is empty: the pin ledger sits above the generator, and
+    `poisson_tasks.pins.pinned_bundle(arm, seed)` returns the bundle with its measurements filled
+    in. task_id excludes pins, so both carry the same id.
     """
     spec = _spec(arm)
     check_seed(seed)
@@ -65,13 +62,7 @@ def generate(arm: ArmSpec | str, seed: int, *, pins: bool = True) -> TaskBundle:
             f"knob {spec.knob!r} has no generator in this build; generated knobs: {', '.join(BUILDERS)}"
         )
     sc = draw_scenario(spec.split, seed)
-    bundle = seal(spec, sc, builder(spec, sc))
-    if not pins:
-        return bundle
-    from poisson_tasks.pins import measure_pins  # the pin ledger reads bundles; import it late
-
-    measured = measure_pins(bundle).measured
-    return bundle.model_copy(update={"pins": measured})
+    return seal(spec, sc, builder(spec, sc))
 
 
 def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from poisson_tasks.bundle import Goal, ToolCall, canonical_json
+from poisson_tasks.bundle import Goal, ToolCall
 from poisson_tasks.domain.engine import chain_token, format_line, read_payload
 from poisson_tasks.domain.ledger import FaultPlan, Row, ToolBinding
 from poisson_tasks.domain.vocabulary import LADDER
+from poisson_tasks.errors import GeneratorFault
 from poisson_tasks.generator.prompts import CLIMB
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import read_tool
-from poisson_tasks.tokens import count_tokens
+from poisson_tasks.transcript import BAND, exchange, history_tokens
 
 
 @dataclass
@@ -68,24 +68,6 @@ def climb(
     return calls
 
 
-def exchange(call_id: str, name: str, arguments: dict[str, str], line: str) -> list[dict[str, Any]]:
-    """One earlier call and its answer, as the assistant/tool message pair a request carries."""
-    return [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments, sort_keys=True)},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": call_id, "content": line},
-    ]
-
-
 def seeded_history(
     sc: Scenario, reads: list[str], count: int, first_seq: int = 1
 ) -> list[dict[str, Any]]:
@@ -102,7 +84,6 @@ def seeded_history(
 # --- shared by the seven newer knobs (similarity ... spread) -------------------------------------
 
 BASE_GOAL = 2  # the newer knobs' base task: two chained stage calls, stage 0 -> 2
-BAND = 2  # every "within two tokens" row of the pin ledger
 
 
 def climb_slots(sc: Scenario, extra: str = "", goal: int = BASE_GOAL) -> dict[str, str]:
@@ -163,20 +144,6 @@ def base_task(
         knob_slots=[],
         bystander=stage_call(right[1], sc.sibling_id, sc.sibling_code, stated),
     )
-
-
-def history_tokens(messages: list[dict[str, Any]]) -> int:
-    """Tokens of seeded history: each message counted as the canonical JSON a request carries.
-
-    The one measure of seeded-history length: the history knob's level (N23), the faults
-    control's match (N26) and the depth controls' band (N9) all use it.
-    """
-    return sum(_message_tokens(canonical_json(m).decode()) for m in messages)
-
-
-@lru_cache(maxsize=65536)
-def _message_tokens(text: str) -> int:
-    return count_tokens(text)
 
 
 def _padded_query(sc: Scenario, i: int, length: int) -> str:
@@ -277,6 +244,4 @@ def _last_query(
 def check_band(what: str, actual: int, target: int) -> None:
     """Refuse a length match outside BAND: the generator's own fault, never the user's input."""
     if abs(actual - target) > BAND:
-        from poisson_tasks.generator.assemble import GeneratorFault
-
         raise GeneratorFault(f"{what}: {actual} tokens where {target} ± {BAND} were needed")

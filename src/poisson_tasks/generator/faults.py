@@ -29,13 +29,12 @@ from poisson_tasks.generator.draft import (
     base_task,
     climb,
     climb_slots,
-    exchange,
-    history_tokens,
     padded_history,
 )
 from poisson_tasks.generator.prompts import RETRY_NOTE
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import stage_tool
+from poisson_tasks.transcript import exchange, history_tokens
 
 
 def split(faults: int) -> tuple[int, int]:

@@ -16,15 +16,10 @@ from dataclasses import replace
 
 from poisson_tasks.arms import ArmSpec, arm_id
 from poisson_tasks.errors import ArmError
-from poisson_tasks.generator.draft import (
-    Draft,
-    base_block,
-    base_task,
-    history_tokens,
-    padded_history,
-)
+from poisson_tasks.generator.draft import Draft, base_block, base_task, padded_history
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import stage_tool
+from poisson_tasks.transcript import history_tokens
 
 __all__ = ["build", "history_tokens"]
 

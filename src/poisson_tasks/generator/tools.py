@@ -7,8 +7,10 @@ from typing import Any
 
 import orjson
 
+from poisson_tasks.bundle import canonical_json
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.domain.vocabulary import LADDER
+from poisson_tasks.tokens import count_tokens
 
 
 def stage_tool_name(cls: str, stage: int, ledger_number: int | None = None) -> str:
@@ -118,7 +120,4 @@ def block_tokens(block: list[ToolBinding]) -> int:
 
 @lru_cache(maxsize=4096)
 def _block_tokens(block: tuple[ToolBinding, ...]) -> int:
-    from poisson_tasks.bundle import canonical_json
-    from poisson_tasks.tokens import count_tokens
-
     return count_tokens(canonical_json([schema(b) for b in block]).decode())

@@ -1,6 +1,7 @@
 """The pin ledger: thirty rows that prove two arms of a knob differ in the knob and nothing else.
 
-measure_pins(bundle) reads every row off one bundle; check_pins({arm_id: bundle}) holds the rows
+measure_pins(bundle) reads every row off one bundle (pinned_bundle(arm, seed) generates one
+with its `pins` filled in); check_pins({arm_id: bundle}) holds the rows
 the "who" column names across one contrast (one knob's arms at one seed) and returns a PinReport;
 check_plan(arms, seeds) does it for a whole study, one contrast per knob and seed.
 """
@@ -8,8 +9,6 @@ check_plan(arms, seeds) does it for a whole study, one contrast per knob and see
 from __future__ import annotations
 
 from poisson_tasks.pins.check import (
-    PinError,
-    PinRefusal,
     PinReport,
     Reported,
     RowVerdict,
@@ -18,7 +17,7 @@ from poisson_tasks.pins.check import (
     depth_band,
     figure,
 )
-from poisson_tasks.pins.measure import PinMeasurement, measure_pins
+from poisson_tasks.pins.measure import PinMeasurement, measure_pins, pinned_bundle
 from poisson_tasks.pins.plan import (
     ContrastSummary,
     PlanReport,
@@ -34,9 +33,7 @@ __all__ = [
     "ROWS",
     "ROW_IDS",
     "ContrastSummary",
-    "PinError",
     "PinMeasurement",
-    "PinRefusal",
     "PinReport",
     "PinRow",
     "PlanReport",
@@ -51,4 +48,5 @@ __all__ = [
     "measure_pins",
     "parse_seeds",
     "pin_targets",
+    "pinned_bundle",
 ]

@@ -16,10 +16,11 @@ from pydantic import BaseModel, ConfigDict
 from poisson_tasks.arms import ArmSpec, levels, parse_arm_id
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.domain.engine import LINE_BYTES
-from poisson_tasks.errors import PoissonError
-from poisson_tasks.generator.draft import BAND
+from poisson_tasks.errors import PinError
+from poisson_tasks.generator import generate
 from poisson_tasks.pins.measure import PinMeasurement, measure_pins
 from poisson_tasks.pins.table import ROWS, PinRow
+from poisson_tasks.transcript import BAND
 
 Verdict = Literal["held", "violated", "reported", "not applicable", "unmeasured"]
 Figure = int | str
@@ -29,14 +30,6 @@ SHAPE_TOOLS = 16
 LOOKALIKE_TOOLS = 12
 LOOKALIKE_LEDGERS = 6
 SPREAD_READS = 4
-
-
-class PinError(PoissonError, ValueError):
-    """Bundles that do not make one contrast (mixed knobs or seeds, ids that do not match)."""
-
-
-class PinRefusal(PoissonError):
-    """A contrast the pin ledger refuses: its message names the rows, arms and seeds."""
 
 
 class Violation(BaseModel):
@@ -183,9 +176,7 @@ class _Contrast:
 
 def _generated(seed: int) -> Companion:
     def make(spec: ArmSpec) -> PinMeasurement:
-        from poisson_tasks.generator import generate
-
-        return measure_pins(generate(spec, seed, pins=False))
+        return measure_pins(generate(spec, seed))
 
     return make
 

@@ -16,13 +16,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from poisson_tasks.arms import ArmSpec
 from poisson_tasks.bundle import TaskBundle, canonical_json, digest
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.domain.ledger import EngineConfig, ToolBinding
 from poisson_tasks.domain.vocabulary import EXTRA_FIELDS
-from poisson_tasks.generator.draft import history_tokens
+from poisson_tasks.generator import generate
 from poisson_tasks.pins import views
 from poisson_tasks.pins.table import ROWS
+from poisson_tasks.transcript import history_tokens
 
 _PART = re.compile(r"^part_(\d+)_of_(\d+)$")
 
@@ -395,3 +397,12 @@ def measure_pins(bundle: TaskBundle) -> PinMeasurement:
         measured=measured,
         unmeasured=unmeasured,
     )
+
+
+def pinned_bundle(arm: ArmSpec | str, seed: int) -> TaskBundle:
+    """generate(arm, seed) with `bundle.pins` filled by the pin ledger's measurements.
+
+    What `poisson-tasks generate --json` prints; task_id is the same as the plain bundle's.
+    """
+    bundle = generate(arm, seed)
+    return bundle.model_copy(update={"pins": measure_pins(bundle).measured})

@@ -57,13 +57,13 @@ class OwnToolsLedger(BaseModel):
 
 def _own(tools: ToolSet, seed: int) -> Companion:
     def make(spec: ArmSpec) -> PinMeasurement:
-        return measure_pins(with_own_tools(generate(spec, seed, pins=False), tools))
+        return measure_pins(with_own_tools(generate(spec, seed), tools))
 
     return make
 
 
 def _reports(ids: tuple[str, ...], seed: int, tools: ToolSet) -> tuple[PinReport, PinReport]:
-    plain: dict[str, TaskBundle] = {a: generate(a, seed, pins=False) for a in ids}
+    plain: dict[str, TaskBundle] = {a: generate(a, seed) for a in ids}
     own = {a: with_own_tools(b, tools) for a, b in plain.items()}
     return check_pins(plain), check_pins(own, companion=_own(tools, seed))
 

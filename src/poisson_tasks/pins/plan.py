@@ -6,14 +6,17 @@ seed with check_pins, and the group's reports are kept whole and summarised row 
 
 from __future__ import annotations
 
+import multiprocessing
 import re
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
-from poisson_tasks.pins.check import Figure, PinError, PinReport, Verdict, check_pins
+from poisson_tasks.errors import PinError
+from poisson_tasks.generator import generate
+from poisson_tasks.pins.check import Figure, PinReport, Verdict, check_pins
 from poisson_tasks.pins.measure import measure_pins
 from poisson_tasks.pins.table import ROWS
 
@@ -31,17 +34,22 @@ _VERDICT_ORDER: tuple[Verdict, ...] = (
 DEFAULT_SEEDS = "0-59"
 
 
+PlanTargets = Callable[[], tuple[Sequence[str], Sequence[int]]]
+
+
 def pin_targets(
     *,
     arm: str | None = None,
-    plan: str | Path | None = None,
+    plan: PlanTargets | None = None,
     arms: str | None = None,
     seeds: str | None = None,
 ) -> tuple[list[str], list[int]]:
     """The arms and seeds `generate --plan/--arms` checks; PinError names a bad combination.
 
-    --plan reads a pre-registration through prereg.load_preregistration (its arms, with the
-    design's split and strictness, and its derived seeds); --arms takes ids and --seeds ranges.
+    --plan: `plan` reads a pre-registration's arms (with the design's split and strictness) and
+    derived seeds; the caller passes it (the ledger sits below the pre-registration, which the
+    CLI loads). It is called only once the options are known to fit together. --arms takes ids
+    and --seeds ranges.
     """
     if plan is not None and arms is not None:
         raise PinError("give --plan or --arms, not both: the plan lists its own arms")
@@ -50,10 +58,8 @@ def pin_targets(
     if plan is not None:
         if seeds is not None:
             raise PinError("--seeds comes from the plan (design.seed_string and tasks); drop it")
-        from poisson_tasks.prereg import load_preregistration
-
-        p = load_preregistration(plan)
-        return list(p.arms), list(p.seeds)
+        plan_arms, plan_seeds = plan()
+        return list(plan_arms), list(plan_seeds)
     ids = [a.strip() for a in (arms or "").split(",") if a.strip()]
     if not ids:
         raise PinError("--arms is empty: list arm ids, e.g. --arms depth:d1,depth:d3,depth:d1+h8")
@@ -210,10 +216,8 @@ def contrast_groups(arms: Iterable[ArmSpec | str]) -> list[list[ArmSpec]]:
 
 def _check_contrast(job: tuple[tuple[str, ...], int]) -> PinReport:
     """One contrast: its arms generated at one seed, measured and held to the ledger."""
-    from poisson_tasks.generator import generate  # late: the generator may import the ledger
-
     ids, seed = job
-    bundles = {a: generate(a, seed, pins=False) for a in ids}
+    bundles = {a: generate(a, seed) for a in ids}
     measured = {k: measure_pins(b) for k, b in bundles.items()}
     return check_pins(bundles, measurements=measured)
 
@@ -236,9 +240,6 @@ def check_plan(
     if workers == 1 or len(jobs) < 2:
         results = [_check_contrast(j) for j in jobs]
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:

@@ -12,8 +12,8 @@ from typing import Any
 
 from poisson_tasks.bundle import TaskBundle, canonical_json
 from poisson_tasks.domain.ledger import ToolBinding
-from poisson_tasks.generator.draft import exchange, history_tokens
 from poisson_tasks.tokens import count_tokens
+from poisson_tasks.transcript import exchange, history_tokens
 
 _WORD = re.compile(r"[a-z0-9]+")
 MIN_WORD = 4  # shorter words ("is", "in", "a") sit inside tool names by chance, not by cue

@@ -7,25 +7,18 @@ figures are baselines for testing and benchmarking the instrument, never a model
 
 from __future__ import annotations
 
-from poisson_tasks.reference.catalogue import POLICY_NAMES, PolicyError, PolicySpec, parse_model
+from poisson_tasks.policycatalogue import POLICY_NAMES, PolicySpec, parse_model
 from poisson_tasks.reference.expected import NoisyRates, noisy_expected, noisy_rates
 from poisson_tasks.reference.flaky import flaky_fault
 from poisson_tasks.reference.policies import ChatRequest, Reply, respond
-from poisson_tasks.reference.server import (
-    ReferenceServer,
-    ReferenceServerError,
-    serve_reference,
-    start_reference_server,
-)
+from poisson_tasks.reference.server import ReferenceServer, serve_reference, start_reference_server
 
 __all__ = [
     "POLICY_NAMES",
     "ChatRequest",
     "NoisyRates",
-    "PolicyError",
     "PolicySpec",
     "ReferenceServer",
-    "ReferenceServerError",
     "Reply",
     "flaky_fault",
     "noisy_expected",

@@ -16,13 +16,8 @@ from typing import Any
 import orjson
 
 from poisson_tasks import __version__
-from poisson_tasks.reference.catalogue import (
-    POLICIES,
-    POLICY_NAMES,
-    PolicyError,
-    param_table,
-    parse_model,
-)
+from poisson_tasks.errors import PolicyError
+from poisson_tasks.policycatalogue import POLICIES, POLICY_NAMES, param_table, parse_model
 from poisson_tasks.reference.flaky import AttemptCounter, flaky_fault
 from poisson_tasks.reference.policies import ChatRequest, draw, respond, top_arm_request
 from poisson_tasks.reference.wire import (

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from typing import Literal
 
-from poisson_tasks.reference.catalogue import PolicySpec
+from poisson_tasks.policycatalogue import PolicySpec
 from poisson_tasks.reference.policies import draw
 
 Fault = Literal["http_500", "http_429", "slow"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from poisson_tasks.arms import ArmSpec, levels, parse_arm_id
 from poisson_tasks.errors import ArmError
-from poisson_tasks.reference.catalogue import UNSET, PolicySpec
+from poisson_tasks.policycatalogue import UNSET, PolicySpec
 from poisson_tasks.reference.planner import Call, Plan, overshoot_call, plan, wrong_calls
 from poisson_tasks.reference.reading import (
     Conversation,

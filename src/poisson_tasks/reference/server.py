@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 
 from poisson_tasks import __version__
-from poisson_tasks.errors import PoissonError
+from poisson_tasks.errors import ReferenceServerError
+from poisson_tasks.policycatalogue import check_defaults
 from poisson_tasks.reference.app import ReferenceApp, Response
-from poisson_tasks.reference.catalogue import check_defaults
 from poisson_tasks.reference.wire import SERVER_NAME, error_body
 
 _KEY_ENV = "POISSON_REFERENCE_API_KEY"
@@ -41,10 +41,6 @@ _REASONS = {
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
 }
-
-
-class ReferenceServerError(PoissonError):
-    """The reference endpoint could not start (an address in use, a bad option)."""
 
 
 class _BadRequest(Exception):

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from poisson_tasks import __version__
-from poisson_tasks.reference.catalogue import PolicySpec
+from poisson_tasks.policycatalogue import PolicySpec
 from poisson_tasks.reference.policies import Reply
 from poisson_tasks.reference.reading import content_text
 from poisson_tasks.tokens import count_tokens

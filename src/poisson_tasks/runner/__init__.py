@@ -1,11 +1,12 @@
 """The runner: a pre-registered study run against a model endpoint into a run folder.
 
 `run_preregistration(path_or_plan, out_dir, resume=False) -> RunSummary` is the entry point the CLI
-(`poisson-tasks run`) and calibration.run_arm call; `run_plan` is its async form.
+(`poisson-tasks run`) and study.run_study call; `run_plan` is its async form.
 """
 
 from __future__ import annotations
 
+from poisson_tasks.runner.folder import default_run_folder
 from poisson_tasks.runner.run import (
     RunSummary,
     check_plan_pins,
@@ -14,4 +15,11 @@ from poisson_tasks.runner.run import (
     summary_lines,
 )
 
-__all__ = ["RunSummary", "check_plan_pins", "run_plan", "run_preregistration", "summary_lines"]
+__all__ = [
+    "RunSummary",
+    "check_plan_pins",
+    "default_run_folder",
+    "run_plan",
+    "run_preregistration",
+    "summary_lines",
+]

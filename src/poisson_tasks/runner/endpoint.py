@@ -33,7 +33,7 @@ import openai
 import orjson
 
 from poisson_tasks.bundle import ToolCall
-from poisson_tasks.errors import EndpointError
+from poisson_tasks.errors import CallFailed, ContextOverflow, EndpointError, OutOfCredit
 from poisson_tasks.prereg import Decoding, Execution
 from poisson_tasks.tokens import count_tokens
 
@@ -59,42 +59,6 @@ _OVERFLOW = re.compile(
 _WINDOW = re.compile(
     r"maximum context length is (\d+)|available context size \((\d+)|n_ctx\D{0,4}(\d+)", re.I
 )
-
-
-class CallFailed(Exception):
-    """A model call that failed for good: the episode is api_error (an instrument failure)."""
-
-    def __init__(
-        self,
-        detail: str,
-        retries: int,
-        seconds: float = 0.0,
-        evidence: list[dict[str, Any]] | None = None,
-    ) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.retries = retries
-        self.seconds = seconds
-        self.evidence = evidence or []
-
-
-class ContextOverflow(CallFailed):
-    """The server says the conversation outgrew the model's context window (an HTTP 400)."""
-
-    def __init__(
-        self,
-        detail: str,
-        retries: int,
-        seconds: float = 0.0,
-        evidence: list[dict[str, Any]] | None = None,
-        window: int | None = None,
-    ) -> None:
-        super().__init__(detail, retries, seconds, evidence)
-        self.window = window
-
-
-class OutOfCredit(EndpointError):
-    """The provider says the account is out of credit (OpenAI's insufficient_quota 429)."""
 
 
 def _pieces(secret: str) -> frozenset[str]:

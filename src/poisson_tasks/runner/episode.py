@@ -24,10 +24,10 @@ from typing import Any
 
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
-from poisson_tasks.errors import EndpointError
+from poisson_tasks.errors import CallFailed, ContextOverflow, EndpointError
 from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
-from poisson_tasks.runner.endpoint import CallFailed, ContextOverflow, Endpoint, Reply, derived_seed
+from poisson_tasks.runner.endpoint import Endpoint, Reply, derived_seed
 from poisson_tasks.runner.textcalls import text_call_dialect
 from poisson_tasks.verifier import FormatReport, Outcome, verify
 

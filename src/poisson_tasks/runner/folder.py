@@ -254,3 +254,8 @@ def truncate_torn_tail(path: Path) -> int:
         fh.flush()
         os.fsync(fh.fileno())
         return size - keep
+
+
+def default_run_folder(plan: Plan, root: Path = Path("runs")) -> Path:
+    """runs/<pre-registration name>-<UTC time>: where a new run goes when no folder is named."""
+    return root / f"{plan.preregistration.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"

@@ -20,21 +20,22 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.bundle import TaskBundle
-from poisson_tasks.errors import EndpointError, PoissonError
+from poisson_tasks.errors import EndpointError, OutOfCredit, PinRefusal, PoissonError
 from poisson_tasks.generator import generate
 from poisson_tasks.owntools import ToolSet, with_own_tools
-from poisson_tasks.pins.check import PinRefusal
 from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.pins.plan import check_plan
 from poisson_tasks.prereg import Plan, load_preregistration
+from poisson_tasks.reference import start_reference_server
 from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, StopReason, Usage
 from poisson_tasks.runner.budget import Limits
-from poisson_tasks.runner.endpoint import Counters, Endpoint, OutOfCredit, scrub
+from poisson_tasks.runner.endpoint import Counters, Endpoint, scrub
 from poisson_tasks.runner.episode import EpisodeContext, Slot, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import RunFolder
 from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
 from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
+from poisson_tasks.tokens import count_tokens
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 LIMIT_STOPS: frozenset[str] = frozenset(
@@ -129,7 +130,7 @@ class _Tasks:
         key = (slot[0], slot[1])
         bundle = self._cache.get(key)
         if bundle is None:
-            bundle = generate(slot[0], slot[1], pins=False)
+            bundle = generate(slot[0], slot[1])
             if self._own_tools is not None:
                 bundle = with_own_tools(bundle, self._own_tools)
             self._cache[key] = bundle
@@ -357,7 +358,7 @@ def _api_key(plan: Plan) -> str | None:
 def _check_arms(plan: Plan) -> None:
     """Every arm generates (a knob without a generator in this build stops the run up front)."""
     for arm in plan.arms:
-        bundle = generate(arm, plan.seeds[0], pins=False)
+        bundle = generate(arm, plan.seeds[0])
         if plan.own_tools is not None:
             with_own_tools(bundle, plan.own_tools)
 
@@ -405,8 +406,6 @@ async def run_plan(
     plan: Plan, out_dir: Path | str, resume: bool = False, *, show_progress: bool | None = None
 ) -> RunSummary:
     """The async form of run_preregistration (for callers already inside an event loop)."""
-    from poisson_tasks.reference import start_reference_server
-
     path = Path(out_dir)
     pr = plan.preregistration
     _check_arms(plan)
@@ -418,8 +417,6 @@ async def run_plan(
     server = None
     base_url = pr.model.resolved_base_url
     if pr.model.provider == "reference" and base_url is None:
-        from poisson_tasks.tokens import count_tokens
-
         count_tokens("warm")  # the server thread counts tokens: load the tables before the clock
         server = start_reference_server("127.0.0.1", 0, api_key=key)
         base_url = server.base_url

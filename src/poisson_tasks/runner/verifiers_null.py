@@ -270,6 +270,6 @@ async def run_batch(
                 continue
             key = (slot[0], slot[1])
             if key not in bundles:
-                bundles[key] = generate(slot[0], slot[1], pins=False)
+                bundles[key] = generate(slot[0], slot[1])
             lines.append(episode_line(bundles[key], slot, episode, session, resumed))
         return lines, tail

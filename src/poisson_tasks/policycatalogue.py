@@ -11,11 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from poisson_tasks.arms import KNOBS
-from poisson_tasks.errors import PoissonError
-
-
-class PolicyError(PoissonError, ValueError):
-    """A model string or policy parameter the reference endpoint has no policy for."""
+from poisson_tasks.errors import PolicyError
 
 
 @dataclass(frozen=True, slots=True)
