@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import poisson_tasks.generator as generator_module
+import poisson_tasks.pins.plan as pin_plan
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.cli import app
 from poisson_tasks.errors import PinRefusal
@@ -53,6 +54,7 @@ def broken_depth(monkeypatch: pytest.MonkeyPatch) -> None:
         return bundle
 
     monkeypatch.setattr(generator_module, "generate", generate)
+    monkeypatch.setattr(pin_plan, "generate", generate)  # what check_plan generates with
 
 
 def test_the_counter_counts(served: list[str]) -> None:
