@@ -516,6 +516,23 @@ def test_gpu_facts_come_from_the_sidecar(tmp_path: Path, monkeypatch: pytest.Mon
     assert read_header(tmp_path / "run").serving["gpu"] == "NVIDIA H200, driver 570.86"
 
 
+def test_the_serving_facts_file_gives_the_flags_and_must_name_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docker/vllm.Containerfile's server writes this file (docker/serving_facts.py)."""
+    flags = ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    facts = tmp_path / "serving-facts.json"
+    facts.write_text(json.dumps({"stack": "vllm", "model": MODEL, "flags": flags, "gpu": None}))
+    monkeypatch.setenv("POISSON_SERVING_SIDECAR", str(facts))
+    with serve() as double:
+        assert run_cli(prereg(tmp_path, double.base_url), tmp_path / "run").exit_code == 0
+        facts.write_text(json.dumps({"model": "another/model", "flags": flags}))
+        res = run_cli(prereg(tmp_path, double.base_url), tmp_path / "run2")
+    assert read_header(tmp_path / "run").serving["flags"] == flags
+    assert res.exit_code == 2 and "another/model" in res.output
+    assert not (tmp_path / "run2").exists()
+
+
 # --------------------------------------------------------------------------- secrets
 
 KEY = "sk-planted-9f8e7d6c5b4a3928abcd"

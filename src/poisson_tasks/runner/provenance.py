@@ -286,6 +286,19 @@ async def serving_details(serving: Serving, base_url: str, api_key: str | None) 
     gpu = _gpu(sidecar)
     if gpu is not None:
         extra["gpu"] = gpu
+    named = sidecar.get("model")
+    if isinstance(named, str) and named != serving.model:
+        raise EndpointError(
+            f"{SIDECAR_ENV} names a server for {named!r}, the run asks for {serving.model!r}: "
+            "fix model.model, or point the variable at this server's serving-facts file"
+        )
+    flags = sidecar.get("flags")  # docker/serving_facts.py: the flags the server was started with
+    if (
+        not extra.get("flags")
+        and isinstance(flags, list)
+        and all(isinstance(f, str) for f in flags)
+    ):
+        extra["flags"] = flags
     if sidecar:
         details["sidecar"] = sidecar
     return {
