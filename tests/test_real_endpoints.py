@@ -586,14 +586,18 @@ def test_a_key_echoed_whole_or_in_part_never_reaches_the_folder(
     def script(seen: Seen, oracle: dict[str, Any]) -> Answer:
         if seen.turn == 0 and seen.headers.get("x-poisson-attempt") == "0.0":
             return Answer(500, {"error": {"message": f"bad key {echo}"}}, {"x-echo": echo})
-        return Answer(200, reply_text(oracle, f"I saw the key {echo} in my prompt."))
+        oracle["choices"][0]["message"]["content"] = f"I saw the key {echo} in my prompt."
+        return Answer(200, oracle)
 
     with serve(script) as double:
         res = run_cli(prereg(tmp_path, double.base_url, key_env="DOUBLE_KEY"), tmp_path / "run")
     (line,) = lines_of(tmp_path / "run")
     assert line.transcript["failed_responses"][0]["status"] == 500
-    _assert_clean(_written(tmp_path / "run") + res.output.encode())
-    assert "[redacted]" in line.transcript["messages"][-1]["content"]
+    card = cli.invoke(app, ["card", str(tmp_path / "run"), "--out", str(tmp_path / "run" / "c")])
+    assert (tmp_path / "run" / "c" / "card.json").is_file()
+    _assert_clean(_written(tmp_path / "run") + res.output.encode() + card.output.encode())
+    said = [m["content"] for m in line.transcript["messages"] if m["role"] == "assistant"]
+    assert said and all("[redacted]" in m for m in said)
 
 
 def test_redaction_covers_every_eight_character_piece() -> None:
@@ -671,3 +675,21 @@ def test_a_few_instrument_failures_below_the_limit_exit_0_and_agree_with_the_car
     assert "incomplete" not in res.output and "unscored   depth:d2" in res.output
     (cell,) = card_from_run(tmp_path / "run").cells
     assert not cell.incomplete and cell.instrument.count == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>" * 5000 + "a" * 100_000,
+        "```json\n" * 20_000,
+        "[" + ", ".join(f"f(a={i})" for i in range(5000)) + " and more",
+        "{" * 50_000 + "[" * 50_000,
+        ">>>" * 30_000,
+        "to=functions" * 10_000,
+    ],
+    ids=["think", "fences", "pythonic", "braces", "functionary", "harmony"],
+)
+def test_detection_is_linear_on_hostile_text(text: str) -> None:
+    t0 = time.perf_counter()
+    text_call_dialect(text)
+    assert time.perf_counter() - t0 < 0.5

@@ -11,7 +11,8 @@ fix in one line.
     ├── PinRefusal                    a contrast the pin ledger refuses
     ├── RunFolderError                a run folder that is missing, foreign or damaged
     ├── EndpointError                 an endpoint that cannot be reached or refuses the credentials
-    │   └── OutOfCredit               the provider says the account is out of credit
+    │   ├── OutOfCredit               the provider says the account is out of credit
+    │   └── ArmDoesNotFit             an arm's first request already exceeds the context window
     ├── CallFailed                    one model call failed for good (the episode is api_error)
     │   └── ContextOverflow           the conversation outgrew the model's context window
     ├── ReferenceServerError          the reference endpoint could not start
@@ -115,6 +116,10 @@ class ReferenceServerError(PoissonError):
 
 class MissingExtraError(PoissonError):
     """A feature whose optional dependency is missing; the message names the extra to install."""
+
+
+class ArmDoesNotFit(EndpointError):
+    """An arm whose first request already exceeds the served model's context window."""
 
 
 class CardRefusal(PoissonError):

@@ -10,8 +10,10 @@ keeps calling tools until its window is full has used up the conversation's budg
 that reaches the turn limit has: the nearest model outcome is turn_limit ("the turn budget ran
 out"), so the episode is scored so and stays in the denominator, with `context_overflow` set on its
 line so the card counts it apart. A first request that already overflows is the instrument's
-problem (the task alone does not fit the window): it raises ArmDoesNotFit, which stops the run. The verdict comes from verifier.verify, and the
-runner's own observations are compared with the verdict's replay (a difference is replay_mismatch).
+problem (the task alone does not fit the window): it raises ArmDoesNotFit, which stops the run.
+
+The verdict comes from verifier.verify, and the runner's own observations are compared with the
+verdict's replay (a difference is replay_mismatch).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
-from poisson_tasks.errors import CallFailed, ContextOverflow, EndpointError
+from poisson_tasks.errors import ArmDoesNotFit, CallFailed, ContextOverflow
 from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.runner.endpoint import Endpoint, Reply, derived_seed
@@ -158,10 +160,6 @@ class EpisodeContext:
     resumed: bool
     derive_seed: bool = False
     own_tools: ToolSet | None = None
-
-
-class ArmDoesNotFit(EndpointError):
-    """An arm whose first request already exceeds the serving context window."""
 
 
 class _Overflow(Exception):

@@ -15,14 +15,14 @@ reaches this module.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
 
-# Reasoning a model wrote into its content: whole blocks, then anything before a lone close tag
-# (templates that open the block in the prompt leave only "</think>" in the reply).
-_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
-_THINK_TAIL = re.compile(r"^.*?</(think|thinking|reasoning)>", re.IGNORECASE | re.DOTALL)
+# Reasoning a model wrote into its content: <think>...</think> blocks, and anything before a lone
+# close tag (templates that open the block in the prompt leave only "</think>" in the reply).
+_THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.IGNORECASE)
 _IDENT = r"[A-Za-z_][\w.\-]*"
 
 # (dialect, pattern): the first row that matches names the dialect.
@@ -50,20 +50,67 @@ DIALECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Phi-4-mini: functools[{...}]
     ("phi4", re.compile(r"functools\s*\[\s*\{")),
 )
-# Pythonic lists (Llama 3.2 / 4, ToolACE): [name(a="x", b=1), other()] as the whole reply.
-_PYTHONIC = re.compile(
-    rf"^\s*\[\s*{_IDENT}\s*\((\s*|\s*\w+\s*=.*)\)\s*(,\s*{_IDENT}\s*\((\s*|\s*\w+\s*=.*)\)\s*)*\]\s*$",
-    re.DOTALL,
-)
-_FENCE = re.compile(r"```(?:json|tool_call|tool_code|python)?\s*\n(.*?)```", re.DOTALL)
+_FENCE_LANG = re.compile(r"^[\w\-]*[ \t]*\n")
 _MAX_OBJECTS = 8
 _DECODER = json.JSONDecoder()
 
 
+_PYTHONIC_MAX = 20_000  # characters: longer text is not parsed as a pythonic list
+
+
+def _pythonic(text: str) -> bool:
+    """A pythonic call list (Llama 3.2 / 4, ToolACE) as the whole text: [name(a="x", b=1), f()].
+
+    Parsed with the ast module (never evaluated): a list whose every element is a call of a name
+    or dotted name with keyword arguments only.
+    """
+    body = text.strip()
+    if not (body.startswith("[") and body.endswith("]")) or len(body) > _PYTHONIC_MAX:
+        return False
+    try:
+        tree = ast.parse(body, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    if not isinstance(tree, ast.List) or not tree.elts:
+        return False
+    return all(
+        isinstance(e, ast.Call)
+        and isinstance(e.func, (ast.Name, ast.Attribute))
+        and not e.args
+        and all(k.arg is not None for k in e.keywords)
+        for e in tree.elts
+    )
+
+
 def strip_reasoning(text: str) -> str:
-    """The reply text less any reasoning the model wrote into it."""
-    text = _THINK_BLOCK.sub("", text)
-    return _THINK_TAIL.sub("", text, count=1)
+    """The reply text less any reasoning the model wrote into it (one pass over the tags): text
+    inside a block is dropped, text before a close tag with no open one is dropped, and a block
+    never closed runs to the end."""
+    kept: list[str] = []
+    depth = 0
+    pos = 0
+    for m in _THINK_TAG.finditer(text):
+        closing = m.group(1) == "/"
+        if depth == 0:
+            if closing:  # a lone close tag: what came before it was reasoning
+                kept.clear()
+            else:
+                kept.append(text[pos : m.start()])
+                depth = 1
+        elif closing:
+            depth -= 1
+        else:
+            depth += 1
+        pos = m.end()
+    if depth == 0:
+        kept.append(text[pos:])
+    return "".join(kept)
+
+
+def _fenced(text: str) -> list[str]:
+    """The contents of ``` code fences (a leading language tag dropped); one split, no regex scan."""
+    parts = text.split("```")
+    return [_FENCE_LANG.sub("", part, count=1) for part in parts[1:-1:2]]
 
 
 def _is_call(obj: Any) -> bool:
@@ -105,10 +152,10 @@ def text_call_dialect(text: str | None) -> str | None:
     for name, pattern in DIALECTS:
         if pattern.search(body):
             return name
-    if _PYTHONIC.match(body):
+    if _pythonic(body):
         return "pythonic"
-    for fenced in _FENCE.findall(body):
-        if _PYTHONIC.match(fenced):
+    for fenced in _fenced(body):
+        if _pythonic(fenced):
             return "pythonic"
         if _json_call(fenced):
             return "fenced_json"
