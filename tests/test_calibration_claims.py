@@ -316,7 +316,6 @@ def test_card_json_is_sorted_rounded_and_reads_back_equal(tmp_path: Path) -> Non
 
 _SCRIPT = """
 import sys
-sys.path.insert(0, "tests")
 from pathlib import Path
 from synthetic_runs import FAKE_HASH
 from poisson_tasks.calibration import card_from_run, card_json, render_document
@@ -339,7 +338,7 @@ def test_card_bytes_are_identical_across_processes_with_different_hash_seeds(
     write_run(tmp_path, header(arms, range(12), 3), lines)
     outs = []
     for hash_seed in ("0", "12345"):
-        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT / "tests")}
         proc = subprocess.run(
             [sys.executable, "-c", _SCRIPT, str(tmp_path)],
             capture_output=True,

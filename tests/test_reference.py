@@ -203,12 +203,6 @@ def local_ask(
 
 
 @pytest.fixture(scope="module")
-def server() -> Any:
-    with start_reference_server() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
 def client(server: ReferenceServer) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="unused", max_retries=0, timeout=30)
 

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "preregistrations" / "smoke.yaml"
 SLOW_CALLS = "flaky?p_500=0&p_429=0&p_slow=1&slow_s=0.05"  # every answer 50 ms late, none fails
 cli = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ReferenceServer]:
-    with start_reference_server("127.0.0.1", 0) as srv:
-        yield srv
 
 
 def prereg(
