@@ -381,3 +381,20 @@ def test_ordering_is_read_from_the_paired_comparisons(
     assert order.verdict == verdict
     assert order.saturated == saturated
     assert text in render_document(a)
+
+
+def test_every_printed_confidence_level_is_the_preregistered_one(tmp_path: Path) -> None:
+    """A pre-registration declaring 0.90 gets 90% in every header and text, and no 95%."""
+    n = 20
+    lines = []
+    for arm, p in zip(ORDER_ARMS, (4, 2, 2), strict=True):
+        lines += _rates_lines(arm, [p] * n, 5)
+    th = Thresholds(confidence=0.90)
+    a = card(tmp_path, ORDER_ARMS, range(n), 5, lines, thresholds=th)
+    md = render_document(a)
+    assert "| 90% interval |" in md and "paired 90% interval" in md
+    assert "95%" not in md
+    narrower = a.cell("distractor:r2@k16").strict
+    wide = card(tmp_path / "95", ORDER_ARMS, range(n), 5, lines).cell("distractor:r2@k16").strict
+    assert narrower is not None and wide is not None
+    assert wide.low < narrower.low and narrower.high < wide.high
