@@ -205,3 +205,13 @@ def test_an_own_tools_card_from_the_reference_endpoint(tmp_path: Path) -> None:
     assert first["transcript"]["messages"]  # the request's tools are not stored, the bundle's are
     bundle = with_own_tools(generate(first["arm_id"], first["seed"]), load_tool_file(EXAMPLE))
     assert first["task_id"] == bundle.task_id
+
+
+def test_generate_plan_reports_the_ledger_on_the_users_tools() -> None:
+    res = CliRunner().invoke(
+        app, ["generate", "--plan", str(ROOT / "preregistrations" / "own-tools-reference.yaml")]
+    )
+    assert res.exit_code == 0, res.output
+    assert "pin ledger on the user's tools: 10 contrasts checked" in res.stdout
+    assert "  changed   N5 (the block's token count)" in res.stdout
+    assert "  not held  N4 " in res.stdout

@@ -112,6 +112,7 @@ def _pin_check(
     """generate --arms/--plan: the pin ledger over every contrast, printed; exit 2 on a refusal."""
     from poisson_tasks.errors import PinRefusal
     from poisson_tasks.pins import check_plan, pin_targets
+    from poisson_tasks.pins.owntools import own_tools_ledger
     from poisson_tasks.prereg import load_preregistration
 
     def plan_targets() -> tuple[list[str], list[int]]:
@@ -123,7 +124,10 @@ def _pin_check(
         arm=arm, plan=None if plan is None else plan_targets, arms=arms, seeds=seeds
     )
     report = check_plan(arm_list, seed_list, workers=workers)
+    tools = load_preregistration(plan).own_tools if plan is not None else None
     typer.echo("\n".join(report.lines()))
+    if tools is not None:  # the plan's own tools: what they change, and what cannot be held
+        typer.echo("\n".join(own_tools_ledger(arm_list, seed_list, tools).lines()))
     if report.refused:
         raise _fail(PinRefusal(report.message()))
 
