@@ -10,8 +10,8 @@ Running them is `poisson_tasks.probe`; this module only reads what they recorded
 The analysis reads every run folder under a probe folder and nothing else, so `poisson-tasks
 probe --from RUNDIR` gives the same bytes as the run that made it, in any process. Per knob and
 model: Δ = base strict pass@1 − top strict pass@1, paired over tasks, with the card's own
-task-clustered interval (calibration.stats.paired_bootstrap at the registration's resamples,
-seed and confidence); "control" is control − top; for shape, "length control" is base − control.
+task-clustered paired interval (calibration.intervals.paired_interval at the registration's
+confidence); "control" is control − top; for shape, "length control" is base − control.
 The verdicts follow knobs-and-arms.md, with the numbers taken from the registration's `rules`.
 """
 
@@ -40,8 +40,9 @@ from poisson_tasks.arms import (
 )
 from poisson_tasks.bundle import canonical_json, digest
 from poisson_tasks.calibration.cardjson import round_figure
+from poisson_tasks.calibration.intervals import paired_interval
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run, records_sha256
-from poisson_tasks.calibration.stats import Interval, call_pair, paired_bootstrap
+from poisson_tasks.calibration.stats import Interval, call_pair
 from poisson_tasks.errors import PreregistrationError, RunFolderError
 from poisson_tasks.prereg import (
     FORMAT as PREREG_FORMAT,
@@ -533,16 +534,8 @@ def _contrast(
     a: tuple[str, _Cell],
     b: tuple[str, _Cell],
 ) -> tuple[Contrast, Interval]:
-    th = reg.thresholds
-    res = paired_bootstrap(
-        a[1].succ,
-        a[1].att,
-        b[1].succ,
-        b[1].att,
-        resamples=th.bootstrap_resamples,
-        seed=th.bootstrap_seed,
-        confidence=th.confidence,
-    )
+    res = paired_interval(a[1].succ, a[1].att, b[1].succ, b[1].att, reg.thresholds.confidence)
+    iv = Interval(low=res.low, high=res.high, point=res.diff)
     c = Contrast(
         model=model,
         knob=knob,
@@ -552,11 +545,11 @@ def _contrast(
         minuend_pass=round_figure(a[1].rate),
         subtrahend_pass=round_figure(b[1].rate),
         value=round_figure(res.diff),
-        low=round_figure(res.interval.low),
-        high=round_figure(res.interval.high),
+        low=round_figure(res.low),
+        high=round_figure(res.high),
         pairs=res.pairs_used,
     )
-    return c, res.interval
+    return c, iv
 
 
 def read_verdict(
