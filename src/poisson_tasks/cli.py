@@ -338,6 +338,7 @@ def run(
 
 
 @app.command()
+@exits
 def probe(
     prereg: Annotated[
         Path | None,
@@ -368,36 +369,29 @@ def probe(
     from poisson_tasks.calibration.probe import analyse, render_probe, result_json
     from poisson_tasks.probe import load_probe, rerun_void, run_probe
 
-    try:
-        complete = True
-        if from_dir is not None:
-            if prereg is not None or out is not None or rerun is not None:
-                raise PoissonError("--from reads a probe folder: give no PREREG, --out or --rerun")
-            result = analyse(from_dir)
+    complete = True
+    if from_dir is not None:
+        if prereg is not None or out is not None or rerun is not None:
+            raise PoissonError("--from reads a probe folder: give no PREREG, --out or --rerun")
+        result = analyse(from_dir)
+    else:
+        if prereg is None or out is None:
+            raise PoissonError("give PREREG and --out DIR to run a probe, or --from DIR")
+        show = False if quiet else None
+        if rerun is not None:
+            label, sep, arm = rerun.partition(":")
+            if not sep or not arm:
+                raise PoissonError(f"--rerun {rerun!r} is not LABEL:ARM, e.g. nano:faults:f4")
+            run_probe(load_probe(prereg), out, show_progress=show, run=False)
+            done = rerun_void(out, label, arm, cause or "", show_progress=show)
         else:
-            if prereg is None or out is None:
-                raise PoissonError("give PREREG and --out DIR to run a probe, or --from DIR")
-            show = False if quiet else None
-            if rerun is not None:
-                label, sep, arm = rerun.partition(":")
-                if not sep or not arm:
-                    raise PoissonError(f"--rerun {rerun!r} is not LABEL:ARM, e.g. nano:faults:f4")
-                run_probe(load_probe(prereg), out, show_progress=show, run=False)
-                done = rerun_void(out, label, arm, cause or "", show_progress=show)
-            else:
-                if cause is not None:
-                    raise PoissonError("--cause goes with --rerun LABEL:ARM")
-                done = run_probe(prereg, out, show_progress=show)
-            result, complete = done.result, done.complete
-        sys.stdout.write(result_json(result).decode() if as_json else render_probe(result))
-        if not complete:
-            raise typer.Exit(3)
-    except PreregistrationError as exc:
-        for problem in exc.problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(exc.exit_code) from None
-    except PoissonError as exc:
-        raise _fail(exc) from None
+            if cause is not None:
+                raise PoissonError("--cause goes with --rerun LABEL:ARM")
+            done = run_probe(prereg, out, show_progress=show)
+        result, complete = done.result, done.complete
+    sys.stdout.write(result_json(result).decode() if as_json else render_probe(result))
+    if not complete:
+        raise typer.Exit(3)
 
 
 def main() -> None:
