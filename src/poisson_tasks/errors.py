@@ -138,3 +138,20 @@ class GeneratorFault(PoissonError, RuntimeError):
     """The generator produced a task its own reference cannot solve: a bug, never the user's input."""
 
     exit_code = 70
+
+
+class Interrupted(PoissonError):
+    """A run stopped by SIGINT or SIGTERM after recording what it did; exit 128 + the signal."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_code = 128 + signum
+
+
+class OutputError(PoissonError):
+    """A file that cannot be written: a full disk, a read-only folder, a directory in the way."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, outside a run's own handling."""

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.errors import RunFolderError
+from poisson_tasks.files import atomic_write, os_problem
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.verifier import Outcome
 
@@ -178,15 +179,10 @@ class RunHeader(BaseModel):
 
 
 def write_header(folder: Path, header: RunHeader) -> None:
-    """Replace run.json atomically so a kill never leaves half a header."""
+    """Replace run.json atomically so a kill or a full disk never leaves half a header."""
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / (HEADER + ".tmp")
     data = json.dumps(header.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, folder / HEADER)
+    atomic_write(folder / HEADER, data.encode("utf-8"))
 
 
 def read_header(folder: Path) -> RunHeader:
@@ -196,7 +192,9 @@ def read_header(folder: Path) -> RunHeader:
             f"{folder} is not a run folder: {HEADER} is missing (run `poisson-tasks run` first)"
         )
     try:
-        return RunHeader.model_validate_json(path.read_text(encoding="utf-8"))
+        return RunHeader.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise RunFolderError(f"{path} cannot be read: {os_problem(exc)}") from None
     except ValueError as exc:
         first = str(exc).splitlines()[0]
         raise RunFolderError(f"{path} is damaged or from another version: {first}") from exc
@@ -207,7 +205,13 @@ def iter_episodes(folder: Path) -> Iterator[EpisodeLine]:
     path = folder / EPISODES
     if not path.exists():
         return
-    with path.open("rb") as fh:
+    if not path.is_file():
+        raise RunFolderError(f"{path} is not a file: a run folder's {EPISODES} holds episode lines")
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise RunFolderError(f"{path} cannot be read: {os_problem(exc)}") from None
+    with fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n"):
                 break  # the line a kill interrupted: it was never flushed whole, so it never counted

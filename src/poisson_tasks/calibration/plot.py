@@ -7,11 +7,13 @@ Needs matplotlib (the `plot` extra); without it, MissingExtraError says what to 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from poisson_tasks.calibration.artifact import Artifact, RateFigure
 from poisson_tasks.calibration.render import percent
 from poisson_tasks.errors import MissingExtraError
+from poisson_tasks.files import atomic_write
 
 __all__ = ["write_plots"]
 
@@ -65,7 +67,9 @@ def write_plots(artifact: Artifact, out_dir: Path | str) -> list[Path]:
         ax.legend(loc="lower left")
         fig.tight_layout()
         path = out / f"{table.knob}.png"
-        fig.savefig(path)
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
         plt.close(fig)
+        atomic_write(path, png.getvalue())  # a failure leaves the previous plot or none
         written.append(path)
     return written

@@ -16,6 +16,8 @@ What the card reads from the header's free-form parts, as the runner writes them
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +31,7 @@ from pydantic import (
 )
 
 from poisson_tasks.arms import parse_arm_id
-from poisson_tasks.calibration.records import records_sha256
+from poisson_tasks.calibration.records import episode_lines, records_sha256
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import OwnToolsRecord, RunHeader, StopReason, read_header
@@ -246,8 +248,13 @@ def _harness(header: RunHeader) -> str:
     return f"poisson-tasks runner {header.package_version}"
 
 
-def provenance_from_header(header: RunHeader, records_hash: str) -> Provenance:
-    """Provenance from a run header and the hash of the episode lines it was read with."""
+def provenance_from_header(
+    header: RunHeader, records_hash: str, written: Mapping[int, int] | None = None
+) -> Provenance:
+    """Provenance from a run header and the hash of the episode lines it was read with.
+
+    `written`, lines per session counted from the records, replaces the header's own counts (a
+    killed session never wrote its count into the header)."""
     strictness = sorted({parse_arm_id(a).strictness for a in header.arms})
     return Provenance(
         package_version=header.package_version,
@@ -280,7 +287,9 @@ def provenance_from_header(header: RunHeader, records_hash: str) -> Provenance:
                 started_at=s.started_at,
                 ended_at=s.ended_at,
                 stop_reason=s.stop_reason,
-                episodes_written=s.episodes_written,
+                episodes_written=(
+                    written.get(s.index, 0) if written is not None else s.episodes_written
+                ),
                 concurrency=s.concurrency,
                 detail=s.detail,
             )
@@ -293,4 +302,5 @@ def provenance_from_header(header: RunHeader, records_hash: str) -> Provenance:
 def provenance_from_run(folder: Path | str) -> Provenance:
     """The Provenance block of a run folder (header plus the hash of its episode lines)."""
     path = Path(folder)
-    return provenance_from_header(read_header(path), records_sha256(path))
+    written = Counter(line.session for _, line in episode_lines(path))
+    return provenance_from_header(read_header(path), records_sha256(path), written)

@@ -203,7 +203,7 @@ def _claims(
             )
         )
     resumed = sum(c.resumed for c in cells)
-    if resumed or len(provenance.sessions) > 1:
+    if resumed:  # a resume that ran nothing (the run was already complete) resumed nothing
         out.append(
             Claim(
                 key="resumed",

@@ -4,22 +4,35 @@ Creating refuses a folder that already holds anything. Resuming refuses, before 
 folder made by another pre-registration (anything but `budget`, `execution` and `description`
 differs) or by another build of the generator or engine. Only then is a torn last line (a kill
 mid-write) truncated and a new session appended. Lines are written by one writer thread that
-appends, flushes and fsyncs each batch, so an episode is durable before it is counted.
+appends and fsyncs each batch, so an episode is durable before it is counted; a batch the disk
+refuses is cut back off, so a full disk never leaves a partial line.
+
+One writer at a time: a session holds an exclusive `fcntl.flock` on `run.lock` in the folder for
+its whole life, and the file names the holder (pid, host, start time). A second writer is refused
+in one line naming them. The kernel drops the lock when its process dies, so a lock file left by a
+killed writer is simply taken over; the file itself stays (removing it would let two writers hold
+locks on two different files).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import json
 import os
+import shlex
+import socket
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from poisson_tasks.bundle import digest
 from poisson_tasks.errors import RunFolderError
+from poisson_tasks.files import fsync_dir, os_problem, write_all
 from poisson_tasks.hashes import engine_hash, environment_hash, generator_hash, vocabulary_hash
 from poisson_tasks.prereg import Plan, measurement_of
 from poisson_tasks.runfolder import (
@@ -39,6 +52,8 @@ from poisson_tasks.runner.provenance import package_versions
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 Slot = tuple[str, int, int]
+LOCK = "run.lock"
+TEMPORARY_PREFIX = f".{HEADER}."  # atomic_write's temporary files for run.json
 
 
 def now() -> str:
@@ -54,9 +69,11 @@ class FolderState:
     instrument: Counter[str] = field(default_factory=Counter)
     lines: int = 0
     spend: Spend = field(default_factory=Spend)
+    per_session: Counter[int] = field(default_factory=Counter)
 
     def add(self, line: EpisodeLine) -> None:
         self.lines += 1
+        self.per_session[line.session] += 1
         self.seen.add((line.arm_id, line.seed, line.attempt))
         self.spend.add(line.usage)
         if line.outcome in INSTRUMENT_OUTCOMES:
@@ -80,15 +97,83 @@ def _diff(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
     return out
 
 
+class FolderLock:
+    """An exclusive flock on `<folder>/run.lock`, held for a writer's life; see the module doc."""
+
+    def __init__(self, folder: Path, fd: int) -> None:
+        self.folder = folder
+        self._fd: int | None = fd
+
+    @classmethod
+    def acquire(cls, folder: Path) -> FolderLock:
+        """Take the folder's lock or raise RunFolderError naming the writer that holds it."""
+        path = folder / LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise RunFolderError(
+                f"{folder}: cannot make its lock file {LOCK}: {os_problem(exc)}"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise RunFolderError(
+                f"{folder} is being written by another poisson-tasks ({holder}): one writer at "
+                "a time; wait for it to finish or stop it, then run again"
+            ) from None
+        try:
+            me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now()}
+            os.ftruncate(fd, 0)
+            write_all(fd, (json.dumps(me, sort_keys=True) + "\n").encode())
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)  # closing drops the lock
+            raise RunFolderError(
+                f"{folder}: cannot write its lock file {LOCK}: {os_problem(exc)}"
+            ) from None
+        return cls(folder, fd)
+
+    def release(self) -> None:
+        """Drop the lock (the file stays for the next writer to take)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _holder(fd: int) -> str:
+    """Who holds a lock, as its file says: pid, host and start time."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+        return f"pid {info['pid']} on {info['host']}, started {info['started_at']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a writer that has not yet recorded its pid"
+
+
+def _is_empty(path: Path) -> bool:
+    """A folder with nothing in it but a lock file left behind."""
+    return all(p.name == LOCK for p in path.iterdir())
+
+
+def _problem(path: Path, what: str, exc: OSError) -> RunFolderError:
+    return RunFolderError(f"{path}: cannot {what}: {os_problem(exc)}")
+
+
 class RunFolder:
     """A run folder open for one session: its header, its state, and the episode writer."""
 
-    def __init__(self, path: Path, header: RunHeader, state: FolderState) -> None:
+    def __init__(
+        self, path: Path, header: RunHeader, state: FolderState, lock: FolderLock | None = None
+    ) -> None:
         self.path = path
         self.header = header
         self.state = state
         self.session = header.sessions[-1]
-        self._fh: BinaryIO | None = None
+        self.lock = lock
+        self._fd: int | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ opening
@@ -100,38 +185,49 @@ class RunFolder:
         plan: Plan,
         serving: dict[str, Any],
         own_tools: OwnToolsRecord | None = None,
+        lock: FolderLock | None = None,
     ) -> RunFolder:
-        """A new folder for `plan`; refuses a path that already holds anything."""
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise RunFolderError(
-                f"{path} already exists and is not empty: pass --resume {path} to continue that "
-                "run, or choose a new --out folder"
-            )
-        pr = plan.preregistration
-        session = _session(0, plan, serving)
-        header = RunHeader(
-            preregistration=pr.model_dump(mode="json"),
-            preregistration_hash=plan.preregistration_hash,
-            seed_list_hash=plan.seed_list_hash,
-            seeds=list(plan.seeds),
-            arms=list(plan.arms),
-            attempts=plan.attempts,
-            engine_hash=engine_hash(),
-            generator_hash=generator_hash(),
-            vocabulary_hash=vocabulary_hash(),
-            environment_hash=environment_hash(),
-            package_version=package_versions()["poisson-tasks"],
-            package_versions=package_versions(),
-            serving=serving,
-            concurrency=pr.execution.concurrency,
-            thresholds=pr.thresholds,
-            sessions=[session],
-            own_tools=own_tools,
-        )
-        path.mkdir(parents=True, exist_ok=True)
-        (path / EPISODES).touch()
-        write_header(path, header)
-        return cls(path, header, FolderState())
+        """A new folder for `plan`; refuses a path that already holds anything.
+
+        Takes the folder's lock (unless given one) and keeps it; on a failure (a full disk, a
+        read-only folder) it removes what it made and raises RunFolderError in one line.
+        """
+        check_creatable(path)
+        made = not path.exists()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _problem(path, "make the run folder", exc) from None
+        own = lock is None
+        try:
+            lock = lock or FolderLock.acquire(path)
+        except RunFolderError:
+            if made:  # only when empty; a lock file stays (another writer may hold it)
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            raise
+        try:
+            if not _is_empty(path):  # another writer made it between the check and the lock
+                raise RunFolderError(
+                    f"{path} was filled by another writer while this one started: pass --resume "
+                    f"{path} to continue that run, or choose a new --out folder"
+                )
+            header = _header(plan, serving, own_tools)
+            try:
+                write_header(path, header)
+                fd = os.open(path / EPISODES, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                os.close(fd)
+                fsync_dir(path)
+            except OSError as exc:
+                _remove_partial(path, made=False)
+                raise _problem(path, "create the run folder", exc) from None
+        except BaseException:
+            if own:
+                lock.release()
+                if made:
+                    _remove_partial(path, made)
+            raise
+        return cls(path, header, FolderState(), lock)
 
     @staticmethod
     def check_resumable(path: Path, plan: Plan) -> tuple[RunHeader, FolderState]:
@@ -169,35 +265,70 @@ class RunFolder:
 
     @classmethod
     def resume(
-        cls, path: Path, plan: Plan, serving: dict[str, Any], checked: tuple[RunHeader, FolderState]
+        cls,
+        path: Path,
+        plan: Plan,
+        serving: dict[str, Any],
+        checked: tuple[RunHeader, FolderState],
+        lock: FolderLock | None = None,
     ) -> RunFolder:
-        """Open a checked folder for a new session: truncate a torn tail, append the session."""
-        header, state = checked
-        truncate_torn_tail(path / EPISODES)
-        for s in header.sessions:
-            if s.stop_reason == "running":
-                s.stop_reason = "interrupted"
-                s.detail = s.detail or "the session ended without closing (killed or crashed)"
-        header.sessions.append(_session(len(header.sessions), plan, serving))
-        write_header(path, header)
-        return cls(path, header, state)
+        """Open a checked folder for a new session: truncate a torn tail, append the session.
+
+        Without a lock it takes one and reads the folder again under it, so a writer that finished
+        in between is never counted from stale state.
+        """
+        own = lock is None
+        if lock is None:
+            lock = FolderLock.acquire(path)
+        try:
+            if own:
+                checked = cls.check_resumable(path, plan)
+            header, state = checked
+            try:
+                truncate_torn_tail(path / EPISODES)
+            except OSError as exc:
+                raise _problem(path, f"repair the torn last line of {EPISODES}", exc) from None
+            for s in header.sessions:
+                if s.stop_reason == "running":
+                    s.stop_reason = "interrupted"
+                    s.detail = s.detail or "the session ended without closing (killed or crashed)"
+                # a killed session never wrote its count: the records say what it wrote
+                s.episodes_written = state.per_session.get(s.index, 0)
+            header.sessions.append(_session(len(header.sessions), plan, serving))
+            try:
+                write_header(path, header)
+            except OSError as exc:
+                raise _problem(path, f"write {HEADER}", exc) from None
+        except BaseException:
+            if own:
+                lock.release()
+            raise
+        return cls(path, header, state, lock)
 
     # ------------------------------------------------------------------ writing
 
     def open_writer(self) -> None:
-        self._fh = (self.path / EPISODES).open("ab")
+        try:
+            self._fd = os.open(self.path / EPISODES, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _problem(self.path, f"open {EPISODES}", exc) from None
 
     def _write_batch(self, payloads: list[bytes]) -> None:
         with self._lock:
-            fh = self._fh
-            if fh is None:
+            fd = self._fd
+            if fd is None:
                 raise RunFolderError(f"{self.path}: the episode writer is closed")
-            fh.write(b"".join(payloads))
-            fh.flush()
-            os.fsync(fh.fileno())
+            start = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                write_all(fd, b"".join(payloads))
+                os.fsync(fd)
+            except OSError:
+                with contextlib.suppress(OSError):  # never leave part of a line behind
+                    os.ftruncate(fd, start)
+                raise
 
     async def write(self, lines: list[EpisodeLine]) -> None:
-        """Append lines, flushed and fsynced, off the event loop; then count them."""
+        """Append lines, fsynced, off the event loop; then count them. OSError when refused."""
         payloads = [ln.model_dump_json().encode() + b"\n" for ln in lines]
         await asyncio.to_thread(self._write_batch, payloads)
         for ln in lines:
@@ -205,15 +336,81 @@ class RunFolder:
         self.session.episodes_written += len(lines)
 
     def close(self, stop_reason: StopReason, detail: str | None = None) -> None:
-        """End the session: close the writer and record how it stopped."""
+        """End the session: close the writer, record how it stopped, drop the lock.
+
+        Raises RunFolderError when run.json cannot be written (the previous one stays whole)."""
         with self._lock:
-            if self._fh is not None:
-                self._fh.close()
-                self._fh = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
         self.session.ended_at = now()
         self.session.stop_reason = stop_reason
         self.session.detail = detail
-        write_header(self.path, self.header)
+        try:
+            write_header(self.path, self.header)
+        except OSError as exc:
+            raise RunFolderError(
+                f"{self.path}: cannot record the session's end in {HEADER} ({os_problem(exc)}); "
+                f"every episode written is kept: then continue with {resume_hint(self.path)}"
+            ) from None
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
+def resume_hint(path: Path) -> str:
+    """The command that continues a run folder, quoted so it works when pasted."""
+    return f"poisson-tasks run --resume {shlex.quote(str(path))}"
+
+
+def check_creatable(path: Path) -> None:
+    """Refuse, writing nothing, a --out that is a file or already holds a run (or anything)."""
+    if path.exists() and (not path.is_dir() or not _is_empty(path)):
+        if (path / HEADER).is_file():
+            raise RunFolderError(
+                f"{path} already holds a run: continue it with {resume_hint(path)}, or choose a "
+                "new --out folder"
+            )
+        raise RunFolderError(
+            f"{path} already exists and is not an empty folder: choose a new --out folder"
+        )
+
+
+def _remove_partial(path: Path, made: bool) -> None:
+    """Remove what a failed creation left (never anything it did not make)."""
+    for p in path.iterdir() if path.is_dir() else []:
+        if p.name in (HEADER, EPISODES) or p.name.startswith(TEMPORARY_PREFIX):
+            with contextlib.suppress(OSError):
+                p.unlink()
+    if made:
+        with contextlib.suppress(OSError):
+            (path / LOCK).unlink()
+            path.rmdir()
+
+
+def _header(
+    plan: Plan, serving: dict[str, Any], own_tools: OwnToolsRecord | None = None
+) -> RunHeader:
+    pr = plan.preregistration
+    return RunHeader(
+        preregistration=pr.model_dump(mode="json"),
+        preregistration_hash=plan.preregistration_hash,
+        seed_list_hash=plan.seed_list_hash,
+        seeds=list(plan.seeds),
+        arms=list(plan.arms),
+        attempts=plan.attempts,
+        engine_hash=engine_hash(),
+        generator_hash=generator_hash(),
+        vocabulary_hash=vocabulary_hash(),
+        environment_hash=environment_hash(),
+        package_version=package_versions()["poisson-tasks"],
+        package_versions=package_versions(),
+        serving=serving,
+        concurrency=pr.execution.concurrency,
+        thresholds=pr.thresholds,
+        sessions=[_session(0, plan, serving)],
+        own_tools=own_tools,
+    )
 
 
 def _session(index: int, plan: Plan, serving: dict[str, Any]) -> Session:

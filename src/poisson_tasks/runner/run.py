@@ -5,6 +5,13 @@ Order of work: validate, check every arm generates, check a resumed folder belon
 the provider is `reference` without a base_url, preflight the endpoint (reachable, key accepted,
 model served), and only then create or open the folder. Episodes run concurrently, bounded by the
 declared concurrency, arm by arm in plan order, so a stopped run leaves whole cells behind it.
+
+One writer per folder: a resume takes the folder's lock before its preflight, a new folder when it
+is made (runner/folder.py). SIGINT and SIGTERM stop a session the same way: no new slot is taken,
+episodes in flight get STOP_GRACE_S to finish (a second signal, or the end of the grace, abandons
+them and records what they spent), the header is written with the stop, and Interrupted is raised
+(exit 128 + the signal's number). A signal before the folder exists stops with nothing written.
+A disk that refuses an episode line stops the session the same way, the line cut back off.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,7 +28,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.bundle import TaskBundle
-from poisson_tasks.errors import EndpointError, OutOfCredit, PinRefusal, PoissonError
+from poisson_tasks.errors import (
+    EndpointError,
+    Interrupted,
+    OutOfCredit,
+    PinRefusal,
+    PoissonError,
+    RunFolderError,
+)
+from poisson_tasks.files import os_problem
 from poisson_tasks.generator import generate
 from poisson_tasks.owntools import ToolSet, with_own_tools
 from poisson_tasks.pins.owntools import own_tools_ledger
@@ -31,13 +47,14 @@ from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, StopReason, Usa
 from poisson_tasks.runner.budget import Limits
 from poisson_tasks.runner.endpoint import Counters, Endpoint, scrub
 from poisson_tasks.runner.episode import EpisodeContext, Slot, Trace, episode_usage, run_episode
-from poisson_tasks.runner.folder import RunFolder
+from poisson_tasks.runner.folder import FolderLock, RunFolder, check_creatable, resume_hint
 from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
 from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
+STOP_GRACE_S = 10.0  # how long episodes in flight may finish after SIGINT/SIGTERM
 LIMIT_STOPS: frozenset[str] = frozenset(
     {"token_budget", "dollar_budget", "wall_clock", "out_of_credit"}
 )
@@ -207,6 +224,22 @@ class _Session:
         )
         self.limits.spend.add(u)
 
+    def _abandon_line(self, line: EpisodeLine) -> None:
+        """A finished episode whose line the disk refused: counted as abandoned, its spend kept."""
+        self.abandoned += 1
+        u, a = line.usage, self.abandoned_usage
+        self.abandoned_usage = Usage(
+            prompt_tokens=(a.prompt_tokens or 0) + (u.prompt_tokens or 0),
+            cached_input_tokens=(a.cached_input_tokens or 0) + (u.cached_input_tokens or 0),
+            completion_tokens=(a.completion_tokens or 0) + (u.completion_tokens or 0),
+            reasoning_tokens=(a.reasoning_tokens or 0) + (u.reasoning_tokens or 0),
+        )
+        self.limits.spend.add(u)
+
+    def hard_stop(self) -> None:
+        """Abandon the episodes in flight now (the second signal, or the grace period's end)."""
+        self._stop("interrupted", "stopped", hard=True)
+
     def _tally(self, line: EpisodeLine) -> None:
         self.outcomes[line.outcome] += 1
         p = self.progress
@@ -267,10 +300,20 @@ class _Session:
             write = asyncio.ensure_future(self.folder.write([line]))  # counts its usage too
             try:
                 await asyncio.shield(write)
+            except OSError as exc:  # a full disk, a folder gone read-only: stop, the line cut off
+                self._abandon_line(line)
+                self.fatal = RunFolderError(
+                    f"{self.folder.path}: an episode line could not be written "
+                    f"({os_problem(exc)}); every line before it is kept: then continue with "
+                    f"{resume_hint(self.folder.path)}"
+                )
+                self._stop("interrupted", f"the disk refused an episode line: {exc.strerror}", True)
+                return
             finally:
                 if not write.done():
-                    await write
-                self._tally(line)
+                    with contextlib.suppress(OSError):
+                        await write
+            self._tally(line)
 
     async def _watchdog(self) -> None:
         await asyncio.sleep(max(0.0, self.limits.seconds_left()))
@@ -309,7 +352,18 @@ class _Session:
                 break
             finally:
                 self.progress.in_flight = 0
-            await self.folder.write(lines)
+            try:
+                await self.folder.write(lines)
+            except OSError as exc:  # a full disk: the batch is cut back off, the run stops
+                for line in lines:
+                    self._abandon_line(line)
+                self.fatal = RunFolderError(
+                    f"{self.folder.path}: episode lines could not be written "
+                    f"({os_problem(exc)}); every line before them is kept: then continue with "
+                    f"{resume_hint(self.folder.path)}"
+                )
+                self._stop("interrupted", f"the disk refused episode lines: {exc.strerror}")
+                break
             for line in lines:
                 self._tally(line)
             done = {(ln.arm_id, ln.seed, ln.attempt) for ln in lines}
@@ -402,36 +456,128 @@ def own_tools_record(plan: Plan) -> OwnToolsRecord | None:
     )
 
 
+class _Signals:
+    """SIGINT and SIGTERM while run_plan runs: before the session, cancel the run (nothing is
+    written yet, or the folder is closed as interrupted); during it, stop taking slots and give
+    in-flight episodes STOP_GRACE_S, then abandon them."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.main = asyncio.current_task()
+        self.signum: int | None = None
+        self.session: _Session | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum is not None else "a signal"
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous = signal.getsignal(sig)
+                self.loop.add_signal_handler(sig, self._on_signal, int(sig))
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread
+                continue
+            self._previous[sig] = previous
+
+    def remove(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for sig, previous in self._previous.items():
+            with contextlib.suppress(ValueError, RuntimeError):
+                self.loop.remove_signal_handler(sig)
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int) -> None:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        session = self.session
+        if session is None:
+            if self.main is not None:
+                self.main.cancel()
+        elif first:
+            session._stop("interrupted", f"stopped by {self.name}")
+            self._timer = self.loop.call_later(STOP_GRACE_S, session.hard_stop)
+        else:
+            session.hard_stop()
+
+
 async def run_plan(
     plan: Plan, out_dir: Path | str, resume: bool = False, *, show_progress: bool | None = None
 ) -> RunSummary:
     """The async form of run_preregistration (for callers already inside an event loop)."""
-    path = Path(out_dir)
+    signals = _Signals()
+    signals.install()
+    opened: list[RunFolder] = []
+    try:
+        return await _run_plan(plan, Path(out_dir), resume, show_progress, signals, opened)
+    except asyncio.CancelledError:
+        if signals.signum is None:
+            raise
+        if signals.main is not None:
+            signals.main.uncancel()
+        path = Path(out_dir)
+        where = (
+            f"; continue with {resume_hint(path)}"
+            if opened
+            else "; nothing was written"
+            if not resume
+            else f"; the folder is as it was: continue with {resume_hint(path)}"
+        )
+        message = f"stopped by {signals.name} before the run began{where}"
+        raise Interrupted(message, signals.signum) from None
+    finally:
+        signals.remove()
+
+
+async def _run_plan(
+    plan: Plan,
+    path: Path,
+    resume: bool,
+    show_progress: bool | None,
+    signals: _Signals,
+    opened: list[RunFolder],
+) -> RunSummary:
     pr = plan.preregistration
     _check_arms(plan)
     check_plan_pins(plan)
     if pr.design.harness == "verifiers-null":
         vf_eval_command()  # the extra is missing: stop before the folder is touched
-    checked = RunFolder.check_resumable(path, plan) if resume else None
-    key = _api_key(plan)
+    lock: FolderLock | None = None
+    checked = None
+    if resume:
+        RunFolder.check_resumable(path, plan)  # refuses another study's folder, writing nothing
+        lock = FolderLock.acquire(path)
+    else:
+        check_creatable(path)
     server = None
-    base_url = pr.model.resolved_base_url
-    if pr.model.provider == "reference" and base_url is None:
-        count_tokens("warm")  # the server thread counts tokens: load the tables before the clock
-        server = start_reference_server("127.0.0.1", 0, api_key=key)
-        base_url = server.base_url
-    if base_url is None:  # validate_preregistration requires one for every other provider
-        raise EndpointError("model.base_url: required for this provider")
     endpoint: Endpoint | None = None
     try:
+        if resume:
+            checked = RunFolder.check_resumable(path, plan)  # again, under the lock
+        key = _api_key(plan)
+        base_url = pr.model.resolved_base_url
+        if pr.model.provider == "reference" and base_url is None:
+            # the server thread counts tokens: load the tables before the clock
+            count_tokens("warm")
+            server = start_reference_server("127.0.0.1", 0, api_key=key)
+            base_url = server.base_url
+        if base_url is None:  # validate_preregistration requires one for every other provider
+            raise EndpointError("model.base_url: required for this provider")
         serving = scrub(await serving_details(pr.model, base_url, key), key)
         if server is not None:
             serving["in_process"] = True
         folder = (
-            RunFolder.resume(path, plan, serving, checked)
+            RunFolder.resume(path, plan, serving, checked, lock)
             if checked is not None
             else RunFolder.create(path, plan, serving, own_tools_record(plan))
         )
+        lock = None  # the folder holds it now and drops it on close
+        opened.append(folder)
         pending = [s for s in plan.slots() if s not in folder.state.scored]
         counters = Counters()
         progress = Progress(
@@ -453,17 +599,21 @@ async def run_plan(
         limits = Limits(pr.budget, pr.model.rates, folder.state.spend)
         session = _Session(plan, folder, endpoint, limits, progress, pending)
         started = time.perf_counter()
-        folder.open_writer()
         stop: StopReason = "interrupted"
         detail: str | None = "the session was interrupted"
         try:
+            folder.open_writer()
+            signals.session = session
             with progress:
                 if pr.design.harness == "verifiers-null":
                     await session.run_null(base_url, key)
                 else:
                     await session.run()
             stop, detail = session.stop_reason or "interrupted", session.detail
+            if signals.signum is not None:
+                detail = f"stopped by {signals.name}"
         finally:
+            signals.session = None
             folder.session.abandoned = session.abandoned
             folder.session.abandoned_usage = session.abandoned_usage
             folder.close(stop, detail)
@@ -471,12 +621,27 @@ async def run_plan(
             raise session.fatal
         if session.crash is not None:
             raise session.crash
-        return _summary(plan, folder, session, counters, time.perf_counter() - started)
+        summary = _summary(plan, folder, session, counters, time.perf_counter() - started)
+        if signals.signum is not None:
+            raise Interrupted(_stopped_line(signals.name, summary), signals.signum)
+        return summary
     finally:
+        if lock is not None:
+            lock.release()
         if endpoint is not None:
             await endpoint.close()
         if server is not None:
             server.close()
+
+
+def _stopped_line(name: str, s: RunSummary) -> str:
+    spend = f", ${s.dollars:.4f}" if s.dollars is not None else ""
+    hint = "every slot is scored" if s.complete else f"continue with {resume_hint(Path(s.folder))}"
+    return (
+        f"stopped by {name}: {s.written} episodes written this session ({s.abandoned} abandoned "
+        f"in flight, their spend recorded); {s.scored}/{s.planned} slots scored, "
+        f"{s.tokens:,} tokens{spend} in all; {hint}"
+    )
 
 
 def _summary(
@@ -549,12 +714,13 @@ def summary_lines(summary: RunSummary) -> list[str]:
     ]
     if s.incomplete_arms:
         lines.append(
-            f"  incomplete {', '.join(s.incomplete_arms)}; continue with --resume {s.folder}"
+            f"  incomplete {', '.join(s.incomplete_arms)}; continue with "
+            f"{resume_hint(Path(s.folder))}"
         )
     if s.unscored_arms:
         lines.append(
             f"  unscored   {', '.join(s.unscored_arms)} hold slots whose only lines are "
-            f"instrument failures; --resume {s.folder} runs them again"
+            f"instrument failures; {resume_hint(Path(s.folder))} runs them again"
         )
     return lines
 
