@@ -130,6 +130,27 @@ def task_slots(config: PoissonTasksetConfig) -> list[tuple[str, int, int]]:
     return [(a, s, k) for a in arms for s in seeds for k in range(config.attempts)]
 
 
+def vf_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A seeded history in verifiers' message form: an assistant's tool calls are flat
+    ({id, type, name, arguments}); the null harness sends them in the OpenAI wire form again."""
+    out = []
+    for m in messages:
+        calls = m.get("tool_calls")
+        if m.get("role") == "assistant" and calls:
+            flat = [
+                {
+                    "id": c["id"],
+                    "type": c.get("type", "function"),
+                    "name": c["function"]["name"],
+                    "arguments": c["function"]["arguments"],
+                }
+                for c in calls
+            ]
+            m = {**m, "tool_calls": flat}
+        out.append(m)
+    return out
+
+
 class PoissonTaskset(vf.Taskset[PoissonTask, PoissonTasksetConfig]):
     """Generated tasks, one per (arm, seed, attempt)."""
 
@@ -145,7 +166,9 @@ class PoissonTaskset(vf.Taskset[PoissonTask, PoissonTasksetConfig]):
                 id=f"{bundle.arm_id}|{seed}|{attempt}",
                 name=bundle.task_id,
                 system_prompt=bundle.system_prompt,
-                prompt=bundle.prompt if isinstance(bundle.prompt, str) else opening[1:],
+                prompt=bundle.prompt
+                if isinstance(bundle.prompt, str)
+                else vf_messages(opening[1:]),
                 arm_id=bundle.arm_id,
                 seed=seed,
                 attempt=attempt,
