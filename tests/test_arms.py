@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from poisson_tasks.arms import (
+    CONTROL_ARMS,
     FAULTS_MAX,
     HISTORY_MAX,
     HISTORY_MIN,
+    KNOB_DEFS,
     KNOBS,
+    PREFIX,
+    SHIPPED_KNOBS,
     ArmSpec,
+    Knob,
     all_arms,
     arm_id,
     levels,
@@ -20,6 +27,7 @@ from poisson_tasks.arms import (
 )
 from poisson_tasks.errors import ArmError
 from poisson_tasks.generator import generate
+from poisson_tasks.generator.assemble import BUILDERS
 from poisson_tasks.generator.scenario import MAX_SEED
 
 VALID = [
@@ -177,3 +185,19 @@ def test_huge_ids_are_refused_in_one_short_line(text: str) -> None:
     with pytest.raises(ArmError) as info:
         parse_arm_id(text)
     assert "\n" not in str(info.value) and len(str(info.value)) < 400
+
+
+def test_every_knob_table_is_derived_from_one_knobdef_per_knob() -> None:
+    assert list(KNOB_DEFS) == list(KNOBS) == list(get_args(Knob)) == list(BUILDERS)
+    assert len({d.prefix for d in KNOB_DEFS.values()}) == len(KNOB_DEFS)
+    for knob, definition in KNOB_DEFS.items():
+        assert definition.name == knob and PREFIX[knob] == definition.prefix
+        assert levels(knob) == definition.levels and CONTROL_ARMS[knob] == definition.controls
+        assert (knob in SHIPPED_KNOBS) == definition.shipped
+        assert all(definition.level_ok(level) for level in definition.levels)
+        assert bool(definition.controls) == (definition.control_form is not None)
+        for control in definition.controls:
+            spec = parse_arm_id(control)
+            assert spec.knob == knob and spec.control is not None
+        for spec in all_arms(knob):
+            assert spec.reference_turns == definition.turns(spec.level)

@@ -11,15 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from poisson_tasks.arms import (
-    KNOBS,
-    SHIPPED_KNOBS,
-    ArmSpec,
-    ProbeCell,
-    all_arms,
-    knob_status,
-    parse_arm_id,
-)
+from poisson_tasks.arms import KNOBS, SHIPPED_KNOBS, ArmSpec, all_arms, parse_arm_id
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.cli import app
 from poisson_tasks.domain.engine import apply, initial_state
@@ -31,6 +23,7 @@ from poisson_tasks.generator.faults import failed_exchanges, failed_messages
 from poisson_tasks.generator.scenario import READ_NAMES, draw_scenario
 from poisson_tasks.generator.similarity import lookalike_numbers
 from poisson_tasks.generator.tools import block_tokens, stage_tool, stage_tool_name
+from poisson_tasks.probefigures import ProbeCell, knob_status
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.transcript import history_tokens
 from poisson_tasks.verifier import verify

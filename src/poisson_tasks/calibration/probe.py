@@ -31,9 +31,6 @@ from poisson_tasks.arms import (
     PREFIX,
     ArmSpec,
     Knob,
-    KnobStatusRow,
-    ProbeCell,
-    ProbeFigure,
     arm_id,
     levels,
     parse_arm_id,
@@ -56,6 +53,7 @@ from poisson_tasks.prereg import (
     Thresholds,
     validate_preregistration,
 )
+from poisson_tasks.probefigures import KnobStatusRow, ProbeCell, ProbeFigure, ProbeVerdict
 from poisson_tasks.runfolder import read_header
 
 PROBE_FORMAT = "poisson-tasks/probe@1"
@@ -75,8 +73,6 @@ RESULT_JSON = "probe.json"
 RESULT_MD = "probe.md"
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-ProbeVerdict = Literal["bites", "does not bite", "top easier", "cannot tell"]
 
 
 class ProbeModel(BaseModel):
@@ -447,7 +443,7 @@ class Unmeasured(BaseModel):
 
 
 class ProbeResult(BaseModel):
-    """The probe's outcome: the knob table (arms.knob_status()'s shape), every contrast, the
+    """The probe's outcome: the knob table (probefigures.knob_status()'s shape), every contrast, the
     phase-1 checks, every arm attempt (void ones kept), the disclosures and the provenance."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
