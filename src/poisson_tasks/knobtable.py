@@ -13,7 +13,10 @@ from poisson_tasks.probefigures import knob_status
 _NOT_SHIPPED = "no (Available \u00b7 retested in v2; its arms work all the same)"
 
 
-def _published_text(definition: KnobDef) -> str:
+def _unprobed_text(definition: KnobDef) -> str:
+    """The shipped line of a knob the probe did not measure."""
+    if not definition.published:
+        return f"{'yes' if definition.shipped else 'no'} (not part of the knob probe)"
     if definition.experimental:
         return (
             "published-card knob, experimental (on both calibrated models it does not make "
@@ -47,7 +50,7 @@ def render_knobs(only: str | None = None) -> str:
         out.append(f"  control  {control_format(knob)}")
         row = status.row(knob)
         if row is None:
-            out.append(f"  shipped  {_published_text(definition)}")
+            out.append(f"  shipped  {_unprobed_text(definition)}")
         else:
             out.append(f"  shipped  {'yes' if definition.shipped else _NOT_SHIPPED}")
             arms = f"{row.base_arm} vs {row.top_arm}"
