@@ -44,7 +44,7 @@ from poisson_tasks.reference import (
 )
 from poisson_tasks.reference.expected import overshoot_possible
 from poisson_tasks.reference.server import ReferenceServer
-from poisson_tasks.verifier import Verdict, verify
+from poisson_tasks.verifier import EpisodeVerdict, verify
 
 SEEDS = range(20)
 KNOBS_BUILT = sorted(BUILDERS)
@@ -63,7 +63,7 @@ def chat(b: TaskBundle) -> dict[str, Any]:
 
 @dataclass
 class Played:
-    verdict: Verdict
+    verdict: EpisodeVerdict
     finishes: list[str] = field(default_factory=list)
     replies: list[dict[str, Any]] = field(default_factory=list)
 

@@ -45,7 +45,7 @@ class FormatReport(BaseModel):
     clause1_counts: bool = True
 
 
-class Verdict(BaseModel):
+class EpisodeVerdict(BaseModel):
     """The judgement of one episode: the strict label, the leaky reading, and what the replay found."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,8 +81,8 @@ def _malformed_clause(call: ToolCall, config: EngineConfig) -> int | None:
     return None
 
 
-def _error(detail: str) -> Verdict:
-    return Verdict(
+def _error(detail: str) -> EpisodeVerdict:
+    return EpisodeVerdict(
         outcome="verifier_error",
         strict_label="verifier_error",
         leaky_pass=False,
@@ -101,7 +101,7 @@ def verify(
     ended_with_reply: bool,
     turn_limit_hit: bool,
     fmt: FormatReport | None = None,
-) -> Verdict:
+) -> EpisodeVerdict:
     """Judge one episode by replaying its calls through the engine; never raises."""
     try:
         return _verify(bundle, turns, ended_with_reply, turn_limit_hit, fmt or FormatReport())
@@ -115,7 +115,7 @@ def _verify(
     ended_with_reply: bool,
     turn_limit_hit: bool,
     fmt: FormatReport,
-) -> Verdict:
+) -> EpisodeVerdict:
     if not ended_with_reply and not turn_limit_hit:
         return _error("the episode neither ended with a reply nor hit the turn limit")
     config = bundle.engine
@@ -154,7 +154,7 @@ def _verify(
     else:
         label = "passed"
     leaky = label in LEAKY_PASSES
-    return Verdict.model_construct(
+    return EpisodeVerdict.model_construct(
         outcome=label,
         strict_label=label,
         leaky_pass=leaky,

@@ -23,7 +23,7 @@ from poisson_tasks.prereg import Thresholds
 
 FORMAT = "poisson-tasks/card@2"
 Rate = Literal["strict", "leaky"]
-Verdict = Literal["distinguishable", "too_small", "left_out"]
+ComparisonVerdict = Literal["distinguishable", "too_small", "left_out"]
 
 __all__ = [
     "FORMAT",
@@ -160,7 +160,7 @@ class Comparison(_Frozen):
     high: float | None
     churn: float | None
     pairs_used: int
-    verdict: Verdict
+    verdict: ComparisonVerdict
     reason: str | None
 
 

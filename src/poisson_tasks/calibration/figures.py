@@ -24,7 +24,7 @@ from poisson_tasks.calibration.artifact import (
 )
 from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.calibration.intervals import rate_interval
-from poisson_tasks.calibration.provenance import Rates
+from poisson_tasks.calibration.provenance import RecordedRates
 from poisson_tasks.calibration.records import EpisodeRecord
 from poisson_tasks.calibration.stats import (
     IntArray,
@@ -122,7 +122,7 @@ def _sum(values: Sequence[int | None]) -> int | None:
     return sum(present) if present else None
 
 
-def totals(records: Sequence[EpisodeRecord], rates: Rates | None) -> Totals:
+def totals(records: Sequence[EpisodeRecord], rates: RecordedRates | None) -> Totals:
     """Token totals and dollars over every episode line given (scored and instrument alike)."""
     prompt = _sum([r.prompt_tokens for r in records])
     cached = _sum([r.cached_input_tokens for r in records])
@@ -195,7 +195,7 @@ def build_cell(
     seeds: Sequence[int],
     attempts: int,
     thresholds: Thresholds,
-    rates: Rates | None,
+    rates: RecordedRates | None,
 ) -> tuple[Cell, CellCounts]:
     """One arm's Cell and its per-seed counts. A cell over the instrument limit is withheld."""
     scored = [r for r in records if not r.instrument]

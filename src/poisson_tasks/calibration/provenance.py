@@ -43,7 +43,7 @@ _API = frozenset({"openai"})
 
 __all__ = [
     "Provenance",
-    "Rates",
+    "RecordedRates",
     "ServingInfo",
     "SessionInfo",
     "provenance_from_header",
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-class Rates(BaseModel):
+class RecordedRates(BaseModel):
     """Declared USD per million tokens (uncached input, cached input, output), and when read."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -122,7 +122,7 @@ class Provenance(BaseModel):
     budget: dict[str, Any]
     turn_limit: int | None
     concurrency: int | None
-    rates: Rates | None
+    rates: RecordedRates | None
     thresholds: Thresholds
     arms: list[str]
     seeds: list[int]
@@ -215,12 +215,12 @@ def _mapping(header: RunHeader, key: str) -> dict[str, Any]:
     return _section(header.preregistration, key, "preregistration.")
 
 
-def _rates(header: RunHeader) -> Rates | None:
+def _rates(header: RunHeader) -> RecordedRates | None:
     value = _section(header.preregistration, "model", "preregistration.").get("rates")
     if value is None:
         return None
     try:
-        return Rates.model_validate({**value, "as_of": str(value.get("as_of"))})
+        return RecordedRates.model_validate({**value, "as_of": str(value.get("as_of"))})
     except (ValidationError, AttributeError) as exc:
         first = str(exc).splitlines()[0]
         raise RunFolderError(

@@ -22,7 +22,7 @@ from poisson_tasks.pins.measure import PinMeasurement, measure_pins
 from poisson_tasks.pins.table import ROWS, PinRow
 from poisson_tasks.transcript import BAND
 
-Verdict = Literal["held", "violated", "reported", "not applicable", "unmeasured"]
+PinVerdict = Literal["held", "violated", "reported", "not applicable", "unmeasured"]
 Figure = int | str
 _FILLER_KNOBS = ("distractor", "block")
 SHAPE_STAGE_CALLS = 4
@@ -63,7 +63,7 @@ class RowVerdict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     row: str
-    verdict: Verdict
+    verdict: PinVerdict
     values: dict[str, Figure]
     detail: str
 
@@ -90,7 +90,7 @@ class PinReport(BaseModel):
     def violated_rows(self) -> set[str]:
         return {v.row for v in self.violations}
 
-    def verdict(self, row: str) -> Verdict:
+    def verdict(self, row: str) -> PinVerdict:
         return next(r.verdict for r in self.rows if r.row == row)
 
     def message(self) -> str:
@@ -646,7 +646,7 @@ def _row_verdict(row: PinRow, c: _Contrast) -> tuple[RowVerdict, list[Violation]
         for arms, detail in outcome.problems:
             shown = {a: values[a] for a in arms if a in values}
             violations.append(Violation(row=row.id, arms=arms, values=shown, detail=detail))
-    verdict: Verdict
+    verdict: PinVerdict
     if violations:
         verdict = "violated"
     elif reports_only or (row.id == "N29" and not c.controls):

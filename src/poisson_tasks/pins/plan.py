@@ -16,13 +16,13 @@ from pydantic import BaseModel, ConfigDict
 from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
-from poisson_tasks.pins.check import Figure, PinReport, Verdict, check_pins
+from poisson_tasks.pins.check import Figure, PinReport, PinVerdict, check_pins
 from poisson_tasks.pins.measure import measure_pins
 from poisson_tasks.pins.table import ROWS
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _MAX_VIOLATION_LINES = 12
-_VERDICT_ORDER: tuple[Verdict, ...] = (
+_VERDICT_ORDER: tuple[PinVerdict, ...] = (
     "violated",
     "held",
     "reported",

@@ -10,16 +10,16 @@ from __future__ import annotations
 from poisson_tasks.policycatalogue import POLICY_NAMES, PolicySpec, parse_model
 from poisson_tasks.reference.expected import NoisyRates, noisy_expected, noisy_rates
 from poisson_tasks.reference.flaky import flaky_fault
-from poisson_tasks.reference.policies import ChatRequest, Reply, respond
+from poisson_tasks.reference.policies import ChatRequest, PolicyReply, respond
 from poisson_tasks.reference.server import ReferenceServer, serve_reference, start_reference_server
 
 __all__ = [
     "POLICY_NAMES",
     "ChatRequest",
     "NoisyRates",
+    "PolicyReply",
     "PolicySpec",
     "ReferenceServer",
-    "Reply",
     "flaky_fault",
     "noisy_expected",
     "noisy_rates",

@@ -26,7 +26,7 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class CallPlan:
     """What the oracle does next: read for a hidden code, advance a record, reply, or give up."""
 
     kind: Literal["read", "stage", "done", "stuck"]
@@ -35,7 +35,7 @@ class Plan:
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
+class PlanProgress:
     """Where a goal record stands by the answers so far, and its next stage call's token."""
 
     stage: int
@@ -55,11 +55,11 @@ def hidden_code(task: TaskReading, conv: Conversation) -> str | None:
     return None
 
 
-def progress(task: TaskReading, block: ToolBlock, conv: Conversation) -> dict[str, Progress]:
+def progress(task: TaskReading, block: ToolBlock, conv: Conversation) -> dict[str, PlanProgress]:
     """Replay the ok answers of stage calls onto each goal record: its stage and next token."""
     code = hidden_code(task, conv) if task.code_reads else None
     out = {
-        g.record_id: Progress(
+        g.record_id: PlanProgress(
             g.start, (task.code_of(g.record_id) or code) if g.start == 0 else None
         )
         for g in task.goals
@@ -75,7 +75,7 @@ def progress(task: TaskReading, block: ToolBlock, conv: Conversation) -> dict[st
             and ledgers.get(rid) == tool.ledger
             and a.status == _OK
         ):
-            out[rid] = Progress(tool.stage, a.payload)
+            out[rid] = PlanProgress(tool.stage, a.payload)
     return out
 
 
@@ -106,14 +106,16 @@ def _history(conv: Conversation, call: Call) -> tuple[bool, int]:
     return failed, unavailable
 
 
-def _guarded(kind: Literal["read", "stage"], calls: list[Call], conv: Conversation) -> Plan:
+def _guarded(kind: Literal["read", "stage"], calls: list[Call], conv: Conversation) -> CallPlan:
     for c in calls:
         failed, unavailable = _history(conv, c)
         if failed:
-            return Plan("stuck", reply=f"I cannot finish: {c.name} refused the call I would make.")
+            return CallPlan(
+                "stuck", reply=f"I cannot finish: {c.name} refused the call I would make."
+            )
         if unavailable >= _RETRY_LIMIT:
-            return Plan("stuck", reply=f"I cannot finish: {c.name} stays unavailable.")
-    return Plan(kind, tuple(calls))
+            return CallPlan("stuck", reply=f"I cannot finish: {c.name} stays unavailable.")
+    return CallPlan(kind, tuple(calls))
 
 
 def _read_call(tool: ToolSig, record_id: str) -> Call:
@@ -133,14 +135,14 @@ def plan(
     *,
     parallel: bool = False,
     to_top: bool = False,
-) -> Plan:
+) -> CallPlan:
     """The next calls: reads for a hidden code first, then each goal record's next stage call.
 
     One call at a time unless `parallel` (then every call that does not wait on another);
     `to_top` keeps climbing past the goal while the block offers the next stage.
     """
     if not task.goals:
-        return Plan("stuck", reply="I cannot find a record to move in the request.")
+        return CallPlan("stuck", reply="I cannot find a record to move in the request.")
     state = progress(task, block, conv)
     if task.code_reads:  # the request names reads for a code it does not state: call every one
         answered = {a.name for a in conv.answers if a.status != _UNAVAILABLE}
@@ -157,14 +159,14 @@ def plan(
             continue
         tool = block.stage_tool(g.ledger, now.stage + 1)
         if tool is None:
-            return Plan("stuck", reply=f"I cannot finish: no tool moves {g.record_id} further.")
+            return CallPlan("stuck", reply=f"I cannot finish: no tool moves {g.record_id} further.")
         if now.token is None:
-            return Plan(
+            return CallPlan(
                 "stuck", reply=f"I cannot finish: I do not know the token for {g.record_id}."
             )
         args = _fill(tool, task, g.record_id, now.token)
         if args is None:
-            return Plan(
+            return CallPlan(
                 "stuck",
                 reply=f"I cannot finish: the request leaves a value of {tool.name} unstated.",
             )
@@ -174,7 +176,7 @@ def plan(
     if calls:
         return _guarded("stage", calls, conv)
     done = ", ".join(f"{g.record_id} at stage {state[g.record_id].stage}" for g in task.goals)
-    return Plan("done", reply=f"Done: record {done}.")
+    return CallPlan("done", reply=f"Done: record {done}.")
 
 
 def overshoot_call(task: TaskReading, block: ToolBlock, conv: Conversation) -> Call | None:
@@ -198,7 +200,9 @@ def wrong_calls(task: TaskReading, block: ToolBlock, conv: Conversation) -> list
     stage tools (their ledger holds no goal record: the engine answers no_record, moves nothing)."""
     goal_ledgers = {g.ledger for g in task.goals}
     rid = task.goals[0].record_id if task.goals else "record"
-    token = next(iter(progress(task, block, conv).values()), Progress(0, None)).token or "0" * 12
+    token = (
+        next(iter(progress(task, block, conv).values()), PlanProgress(0, None)).token or "0" * 12
+    )
     values = dict(task.values)
     out = []
     for t in block.tools:

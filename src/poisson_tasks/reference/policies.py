@@ -16,7 +16,7 @@ from typing import Any
 from poisson_tasks.arms import ArmSpec, levels, parse_arm_id
 from poisson_tasks.errors import ArmError
 from poisson_tasks.policycatalogue import UNSET, PolicySpec
-from poisson_tasks.reference.planner import Call, Plan, overshoot_call, plan, wrong_calls
+from poisson_tasks.reference.planner import Call, CallPlan, overshoot_call, plan, wrong_calls
 from poisson_tasks.reference.reading import (
     Conversation,
     TaskReading,
@@ -42,7 +42,7 @@ class ChatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class PolicyReply:
     """The assistant message: text, or tool calls as (name, arguments JSON text) pairs."""
 
     content: str | None = None
@@ -71,32 +71,32 @@ def _see(request: ChatRequest) -> _Seen:
     return _Seen(task, block, read_conversation(request.messages))
 
 
-def _calls(calls: Sequence[Call]) -> Reply:
-    return Reply(calls=tuple((c.name, json.dumps(c.arguments)) for c in calls))
+def _calls(calls: Sequence[Call]) -> PolicyReply:
+    return PolicyReply(calls=tuple((c.name, json.dumps(c.arguments)) for c in calls))
 
 
-def _from_plan(p: Plan) -> Reply:
-    return _calls(p.calls) if p.calls else Reply(content=p.reply)
+def _from_plan(p: CallPlan) -> PolicyReply:
+    return _calls(p.calls) if p.calls else PolicyReply(content=p.reply)
 
 
-def _oracle(spec: PolicySpec, request: ChatRequest) -> Reply:
+def _oracle(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     s = _see(request)
     return _from_plan(plan(s.task, s.block, s.conv, parallel=spec.get("parallel") >= 1))
 
 
-def _overshoot(spec: PolicySpec, request: ChatRequest) -> Reply:
+def _overshoot(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     s = _see(request)
     return _from_plan(plan(s.task, s.block, s.conv, to_top=True))
 
 
-def _noisy(spec: PolicySpec, request: ChatRequest) -> Reply:
+def _noisy(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     """At each step the oracle would call: stop with p_early_stop, else call a harmless wrong tool
     with p_wrong_tool, else make the oracle's call. At the goal: overshoot once with p_overshoot."""
     s = _see(request)
     p = plan(s.task, s.block, s.conv)
     if p.kind in ("read", "stage"):
         if s.key(request, "stop") < spec.get("p_early_stop"):
-            return Reply(content=EARLY_STOP_REPLY)
+            return PolicyReply(content=EARLY_STOP_REPLY)
         if s.key(request, "wrong") < spec.get("p_wrong_tool"):
             wrong = wrong_calls(s.task, s.block, s.conv)
             if wrong:
@@ -106,7 +106,7 @@ def _noisy(spec: PolicySpec, request: ChatRequest) -> Reply:
         over = overshoot_call(s.task, s.block, s.conv)
         if over is not None and s.key(request, "overshoot") < spec.get("p_overshoot"):
             return _calls([over])
-    return Reply(content=p.reply)
+    return PolicyReply(content=p.reply)
 
 
 def _arm_of(user: str | None) -> ArmSpec | None:
@@ -136,19 +136,19 @@ def graded_rate(spec: PolicySpec, arm: ArmSpec) -> float:
     return low + (high - low) * x
 
 
-def _graded(spec: PolicySpec, request: ChatRequest) -> Reply:
+def _graded(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     """The oracle, except that with graded_rate's chance (one draw per episode, keyed by the user
     tag) it stops with a reply once its first call is answered: the episode has a tool call and
     does not reach the goal."""
     s = _see(request)
     arm = _arm_of(request.user)
     if arm is not None and s.conv.answers and draw("graded", request.user) < graded_rate(spec, arm):
-        return Reply(content=EARLY_STOP_REPLY)
+        return PolicyReply(content=EARLY_STOP_REPLY)
     return _from_plan(plan(s.task, s.block, s.conv))
 
 
-def _no_call(spec: PolicySpec, request: ChatRequest) -> Reply:
-    return Reply(content=NO_CALL_REPLY)
+def _no_call(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
+    return PolicyReply(content=NO_CALL_REPLY)
 
 
 def text_call(call: tuple[str, str]) -> str:
@@ -157,9 +157,9 @@ def text_call(call: tuple[str, str]) -> str:
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
-def _text_call(spec: PolicySpec, request: ChatRequest) -> Reply:
+def _text_call(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     reply = _oracle(spec, request)
-    return Reply(content=text_call(reply.calls[0])) if reply.calls else reply
+    return PolicyReply(content=text_call(reply.calls[0])) if reply.calls else reply
 
 
 def garble(arguments: str) -> str:
@@ -167,11 +167,11 @@ def garble(arguments: str) -> str:
     return arguments[:-1] + ', "'
 
 
-def _garbage(spec: PolicySpec, request: ChatRequest) -> Reply:
+def _garbage(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     s = _see(request)
     reply = _from_plan(plan(s.task, s.block, s.conv))
     if reply.calls and s.key(request, "garbage") < spec.get("p_garbage"):
-        return Reply(calls=tuple((n, garble(a)) for n, a in reply.calls))
+        return PolicyReply(calls=tuple((n, garble(a)) for n, a in reply.calls))
     return reply
 
 
@@ -187,6 +187,6 @@ _POLICY_FUNCTIONS = {
 }
 
 
-def respond(spec: PolicySpec, request: ChatRequest) -> Reply:
+def respond(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     """The reply of policy `spec` to `request`."""
     return _POLICY_FUNCTIONS[spec.name](spec, request)

@@ -21,7 +21,7 @@ import orjson
 
 from poisson_tasks import __version__
 from poisson_tasks.policycatalogue import PolicySpec
-from poisson_tasks.reference.policies import Reply
+from poisson_tasks.reference.policies import PolicyReply
 from poisson_tasks.reference.reading import content_text
 from poisson_tasks.tokens import count_tokens
 
@@ -68,7 +68,7 @@ def prompt_usage(messages: Sequence[Mapping[str, Any]], tools_json: str) -> tupl
     return head + sum(counts) + REPLY_PRIMING, cached
 
 
-def render_reply(reply: Reply) -> str:
+def render_reply(reply: PolicyReply) -> str:
     if reply.content is not None:
         return reply.content
     return "\n".join(f"{name}({arguments})" for name, arguments in reply.calls)
@@ -89,7 +89,7 @@ def _cut(text: str, limit: int) -> str:
 def completion(
     spec: PolicySpec,
     request: Mapping[str, Any],
-    reply: Reply,
+    reply: PolicyReply,
     body_digest: str,
     tools_json: str,
 ) -> dict[str, Any]:

@@ -177,7 +177,7 @@ def overflow_window(text: str) -> int | None:
 
 
 @dataclass(slots=True)
-class Reply:
+class ModelReply:
     """One response as received: the raw JSON, what the runner reads from it, and what it cost."""
 
     raw: dict[str, Any]
@@ -222,7 +222,7 @@ def parse_tool_call(fn: dict[str, Any]) -> ToolCall:
     return ToolCall(name=name_s, arguments=None, raw_arguments=None if raw is None else str(raw))
 
 
-def read_reply(body: dict[str, Any], seconds: float, retries: int) -> Reply:
+def read_reply(body: dict[str, Any], seconds: float, retries: int) -> ModelReply:
     """Read one chat completion's JSON; a body without a message is the endpoint's fault."""
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -255,7 +255,7 @@ def read_reply(body: dict[str, Any], seconds: float, retries: int) -> Reply:
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
     fp = body.get("system_fingerprint")
     reasoning = message.get("reasoning_content", message.get("reasoning"))
-    return Reply(
+    return ModelReply(
         raw=body,
         content=content if isinstance(content, str) else None,
         finish_reason=str(choice.get("finish_reason") or ""),
@@ -275,7 +275,7 @@ def _has_usage(usage: dict[str, Any] | None) -> bool:
     )
 
 
-def estimate_usage(payload: bytes, reply: Reply) -> dict[str, int]:
+def estimate_usage(payload: bytes, reply: ModelReply) -> dict[str, int]:
     """Tokens of a response the server reported none for, counted with the pinned tokenizer: the
     request body as sent (messages and tools) and the reply's text, reasoning and tool calls."""
     out = (reply.content or "") + (reply.reasoning or "")
@@ -379,10 +379,10 @@ class Endpoint:
         tools: Sequence[dict[str, Any]],
         user: str,
         seed: int | None = None,
-    ) -> Reply:
+    ) -> ModelReply:
         """One chat completion; retries what can be retried and raises what cannot.
 
-        Reply.seconds is the time spent waiting on the endpoint: inside the HTTP calls and in the
+        ModelReply.seconds is the time spent waiting on the endpoint: inside the HTTP calls and in the
         backoff between them; encoding the request and reading the answer are the harness's.
         `seed`, when given, is sent as the request's `seed`.
         """

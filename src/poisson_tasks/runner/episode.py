@@ -29,7 +29,7 @@ from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.errors import ArmDoesNotFit, CallFailed, ContextOverflow
 from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
-from poisson_tasks.runner.endpoint import Endpoint, Reply, derived_seed
+from poisson_tasks.runner.endpoint import Endpoint, ModelReply, derived_seed
 from poisson_tasks.runner.textcalls import text_call_dialect
 from poisson_tasks.verifier import FormatReport, Outcome, verify
 
@@ -48,7 +48,7 @@ class Trace:
     messages: list[dict[str, Any]]
     opening: int
     request_sizes: list[int] = field(default_factory=list)
-    replies: list[Reply] = field(default_factory=list)
+    replies: list[ModelReply] = field(default_factory=list)
     turns: list[list[ToolCall]] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)
     text_calls: list[str] = field(default_factory=list)
@@ -99,7 +99,7 @@ def _uncached(usage: dict[str, Any] | None) -> int | None:
     return prompt - cached if cached is not None else prompt
 
 
-def episode_usage(replies: Sequence[Reply]) -> Usage:
+def episode_usage(replies: Sequence[ModelReply]) -> Usage:
     """Usage as the provider reported it on each response, summed; a response that reported none
     was counted with the pinned tokenizer (endpoint.estimate_usage) and its tokens are summed into
     estimated_tokens as well.
