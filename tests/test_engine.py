@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from poisson_tasks.domain.engine import LINE_BYTES, apply, chain_token, initial_state
+from poisson_tasks.domain.engine import LINE_BYTES, apply, chain_token, initial_state, line_status
 from poisson_tasks.domain.vocabulary import CLASSES, EVAL_WORDS, LADDER, TRAIN_WORDS
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.scenario import READ_NAMES, STAGE_NAMES
 
 
 def _status(line: str) -> str:
-    return line[7:19].rstrip()
+    return line_status(line)
 
 
 def test_vocabulary_shape() -> None:

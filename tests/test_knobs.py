@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from poisson_tasks.arms import KNOBS, SHIPPED_KNOBS, ArmSpec, all_arms, parse_arm_id
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.cli import app
-from poisson_tasks.domain.engine import apply, initial_state
+from poisson_tasks.domain.engine import apply, initial_state, line_status
 from poisson_tasks.domain.vocabulary import CLASSES, EVAL_WORDS, EXTRA_FIELDS, TRAIN_WORDS
 from poisson_tasks.errors import ArmError
 from poisson_tasks.generator import generate
@@ -75,7 +75,7 @@ def _seeded(b: TaskBundle) -> list[dict[str, Any]]:
 
 
 def _status(line: str) -> str:
-    return line[7:19].rstrip()
+    return line_status(line)
 
 
 # --- every arm: reference passes, controls earn their keys -------------------------------------

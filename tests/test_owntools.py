@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from poisson_tasks.bundle import ToolCall
 from poisson_tasks.cli import app
-from poisson_tasks.domain.engine import apply, initial_state
+from poisson_tasks.domain.engine import apply, initial_state, line_status
 from poisson_tasks.errors import ToolFileError
 from poisson_tasks.generator import generate
 from poisson_tasks.owntools import (
@@ -138,7 +138,7 @@ def _episode(extra: ToolCall) -> tuple[str, str, int | None]:
         bundle.engine, initial_state(bundle.engine), turns[0][0].name, turns[0][0].arguments
     )
     v = verify(bundle, turns, True, False)
-    return line[7:19].strip(), v.outcome, v.malformed_clause
+    return line_status(line), v.outcome, v.malformed_clause
 
 
 @pytest.mark.parametrize(
@@ -172,7 +172,7 @@ def test_a_user_tool_call_mutates_nothing() -> None:
         [ToolCall(name="cancel_order", arguments={"order_id": "SO-1", "reason": "other"})], tools
     )[0]
     after, line = apply(bundle.engine, state, call.name, call.arguments)
-    assert line[7:19].strip() == "ok" and after.rows == state.rows
+    assert line_status(line) == "ok" and after.rows == state.rows
 
 
 def test_a_design_without_own_tools_dumps_as_before() -> None:

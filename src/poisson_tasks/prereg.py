@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 import yaml
@@ -90,6 +90,14 @@ class Thresholds(BaseModel):
     bootstrap_resamples: int = 2000
     bootstrap_seed: int = 20260925
     confidence: float = 0.95
+
+
+class Slot(NamedTuple):
+    """One planned episode of a run: an arm at a seed, and the attempt (numbered from 0)."""
+
+    arm_id: str
+    seed: int
+    attempt: int
 
 
 class Rates(BaseModel):
@@ -286,9 +294,9 @@ class Plan(BaseModel):
     def specs(self) -> tuple[ArmSpec, ...]:
         return tuple(parse_arm_id(a) for a in self.arms)
 
-    def slots(self) -> list[tuple[str, int, int]]:
+    def slots(self) -> list[Slot]:
         """Every planned (arm_id, seed, attempt), attempts numbered from 0, in run order."""
-        return [(a, s, k) for a in self.arms for s in self.seeds for k in range(self.attempts)]
+        return [Slot(a, s, k) for a in self.arms for s in self.seeds for k in range(self.attempts)]
 
 
 # --------------------------------------------------------------------------- seeds

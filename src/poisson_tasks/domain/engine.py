@@ -49,6 +49,14 @@ def format_line(seq: int, status: str, payload: str) -> str:
     return line
 
 
+_STATUS_START = 7  # after the six-digit sequence number and one space
+
+
+def line_status(line: str) -> str:
+    """The status word of an answer line (`ok`, `unavailable`, `part_1_of_2`, ...)."""
+    return line[_STATUS_START : _STATUS_START + STATUS_WIDTH].strip()
+
+
 class LedgerState(NamedTuple):
     """The ledger's rows (sorted), the planned faults still to answer, and the call counter."""
 

@@ -31,7 +31,7 @@ from verifiers.v1.runtimes import SubprocessConfig
 from poisson_tasks.errors import PoissonError
 from poisson_tasks.export.tools import LedgerTools
 from poisson_tasks.generator import generate
-from poisson_tasks.prereg import derive_seeds, load_preregistration
+from poisson_tasks.prereg import Slot, derive_seeds, load_preregistration
 from poisson_tasks.runner.nulltrace import TRACE_INFO_KEY, verdict_info
 from poisson_tasks.verifier import OUTCOMES
 
@@ -116,18 +116,18 @@ class PoissonTasksetConfig(vf.TasksetConfig):
         return self
 
 
-def task_slots(config: PoissonTasksetConfig) -> list[tuple[str, int, int]]:
+def task_slots(config: PoissonTasksetConfig) -> list[Slot]:
     """The (arm, seed, attempt) rows a config names, in order."""
     if config.slots is not None:
         rows = json.loads(config.slots.read_text(encoding="utf-8"))
-        return [(str(a), int(s), int(k)) for a, s, k in rows]
+        return [Slot(str(a), int(s), int(k)) for a, s, k in rows]
     if config.preregistration is not None:
         return load_preregistration(config.preregistration).slots()
     seeds = (
         config.seeds if config.seeds is not None else derive_seeds(config.seed_string, config.tasks)
     )
     arms = [a if "/" in a or config.split == "eval" else f"{a}/{config.split}" for a in config.arms]
-    return [(a, s, k) for a in arms for s in seeds for k in range(config.attempts)]
+    return [Slot(a, s, k) for a in arms for s in seeds for k in range(config.attempts)]
 
 
 def vf_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

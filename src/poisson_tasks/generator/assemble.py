@@ -7,7 +7,7 @@ from typing import Any
 
 from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import TaskBundle, digest
-from poisson_tasks.domain.engine import apply, initial_state
+from poisson_tasks.domain.engine import apply, initial_state, line_status
 from poisson_tasks.domain.ledger import EngineConfig
 from poisson_tasks.errors import ArmError, GeneratorFault
 from poisson_tasks.generator import (
@@ -78,7 +78,7 @@ def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
     observations: list[str] = []
     for call in draft.reference:
         state, line = apply(config, state, call.name, call.arguments)
-        if not line[7:19].rstrip().startswith(_OK_STATUSES):
+        if not line_status(line).startswith(_OK_STATUSES):
             raise GeneratorFault(
                 f"{arm_id(spec)} seed {sc.seed}: reference call {call.name} -> {line}"
             )

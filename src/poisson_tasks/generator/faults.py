@@ -20,7 +20,7 @@ from typing import Any
 
 from poisson_tasks.arms import ArmSpec
 from poisson_tasks.bundle import TaskBundle, ToolCall
-from poisson_tasks.domain.engine import ZERO_PAYLOAD, format_line
+from poisson_tasks.domain.engine import ZERO_PAYLOAD, format_line, line_status
 from poisson_tasks.domain.ledger import FaultPlan, ToolBinding
 from poisson_tasks.generator.draft import (
     BASE_GOAL,
@@ -74,7 +74,7 @@ def failed_messages(bundle: TaskBundle) -> list[dict[str, Any]]:
     failed_exchanges renders them: what the pin ledger measures a faults control against (N26)."""
     out: list[dict[str, Any]] = []
     for call, line in zip(bundle.reference_calls, bundle.reference_observations, strict=True):
-        if line[7:19].rstrip() == "unavailable":
+        if line_status(line) == "unavailable":
             args = {str(a): str(v) for a, v in (call.arguments or {}).items()}
             out += exchange(f"call_seed_{len(out) // 2 + 1}", call.name, args, line)
     return out

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from poisson_tasks.bundle import TaskBundle, canonical_json
+from poisson_tasks.domain.engine import line_status
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.transcript import exchange, history_tokens
@@ -150,7 +151,7 @@ def _str_args(arguments: dict[str, Any] | None) -> dict[str, str]:
 
 def status(line: str) -> str:
     """The status word of an engine line (`SSSSSS status______ payload`)."""
-    return line[7:19].strip()
+    return line_status(line)
 
 
 def words(text: str) -> list[str]:

@@ -28,17 +28,16 @@ from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.errors import ArmDoesNotFit, CallFailed, ContextOverflow
 from poisson_tasks.owntools import ToolSet, scored_calls
+from poisson_tasks.prereg import Slot
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.runner.endpoint import Endpoint, ModelReply, derived_seed
 from poisson_tasks.runner.textcalls import text_call_dialect
 from poisson_tasks.verifier import FormatReport, Outcome, verify
 
-Slot = tuple[str, int, int]  # (arm_id, seed, attempt)
-
 
 def user_tag(slot: Slot) -> str:
     """The request's `user` field: "<arm>|<seed>|<attempt>" (the reference policies seed on it)."""
-    return f"{slot[0]}|{slot[1]}|{slot[2]}"
+    return f"{slot.arm_id}|{slot.seed}|{slot.attempt}"
 
 
 @dataclass(slots=True)
@@ -238,7 +237,7 @@ async def run_episode(
     overflow = False
     try:
         async with asyncio.timeout(ctx.timeout_s):
-            hit_limit = await _loop(bundle, ctx, trace, user, slot[2])
+            hit_limit = await _loop(bundle, ctx, trace, user, slot.attempt)
     except _Overflow as exc:
         hit_limit = overflow = True
         error = f"context overflow: {exc.detail}"
@@ -273,9 +272,9 @@ async def run_episode(
     scored = verdict is not None and outcome == verdict.outcome
     episode_s = time.perf_counter() - start
     return EpisodeLine(
-        arm_id=slot[0],
-        seed=slot[1],
-        attempt=slot[2],
+        arm_id=slot.arm_id,
+        seed=slot.seed,
+        attempt=slot.attempt,
         task_id=bundle.task_id,
         session=ctx.session,
         resumed=ctx.resumed,

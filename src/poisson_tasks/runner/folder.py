@@ -34,7 +34,7 @@ from poisson_tasks.bundle import digest
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.files import fsync_dir, os_problem, write_all
 from poisson_tasks.hashes import engine_hash, environment_hash, generator_hash, vocabulary_hash
-from poisson_tasks.prereg import Plan, measurement_of
+from poisson_tasks.prereg import Plan, Slot, measurement_of
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
@@ -51,7 +51,6 @@ from poisson_tasks.runner.budget import Spend
 from poisson_tasks.runner.provenance import package_versions
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
-Slot = tuple[str, int, int]
 LOCK = "run.lock"
 TEMPORARY_PREFIX = f".{HEADER}."  # atomic_write's temporary files for run.json
 
@@ -74,12 +73,12 @@ class FolderState:
     def add(self, line: EpisodeLine) -> None:
         self.lines += 1
         self.per_session[line.session] += 1
-        self.seen.add((line.arm_id, line.seed, line.attempt))
+        self.seen.add(Slot(line.arm_id, line.seed, line.attempt))
         self.spend.add(line.usage)
         if line.outcome in INSTRUMENT_OUTCOMES:
             self.instrument[line.outcome] += 1
         else:
-            self.scored.add((line.arm_id, line.seed, line.attempt))
+            self.scored.add(Slot(line.arm_id, line.seed, line.attempt))
 
 
 def _diff(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:

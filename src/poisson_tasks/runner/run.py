@@ -41,12 +41,12 @@ from poisson_tasks.generator import generate
 from poisson_tasks.owntools import ToolSet, with_own_tools
 from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.pins.plan import check_plan
-from poisson_tasks.prereg import Plan, load_preregistration
+from poisson_tasks.prereg import Plan, Slot, load_preregistration
 from poisson_tasks.reference import start_reference_server
 from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, StopReason, Usage
 from poisson_tasks.runner.budget import Limits
 from poisson_tasks.runner.endpoint import Counters, Endpoint, scrub
-from poisson_tasks.runner.episode import EpisodeContext, Slot, Trace, episode_usage, run_episode
+from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import FolderLock, RunFolder, check_creatable, resume_hint
 from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
@@ -144,17 +144,17 @@ class _Tasks:
         self._own_tools = own_tools
 
     def take(self, slot: Slot) -> TaskBundle:
-        key = (slot[0], slot[1])
+        key = (slot.arm_id, slot.seed)
         bundle = self._cache.get(key)
         if bundle is None:
-            bundle = generate(slot[0], slot[1])
+            bundle = generate(slot.arm_id, slot.seed)
             if self._own_tools is not None:
                 bundle = with_own_tools(bundle, self._own_tools)
             self._cache[key] = bundle
         return bundle
 
     def release(self, slot: Slot) -> None:
-        key = (slot[0], slot[1])
+        key = (slot.arm_id, slot.seed)
         self._left[key] -= 1
         if self._left[key] <= 0:
             self._cache.pop(key, None)

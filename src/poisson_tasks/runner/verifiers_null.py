@@ -28,11 +28,10 @@ from typing import Any
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.errors import EndpointError, MissingExtraError
 from poisson_tasks.generator import generate
-from poisson_tasks.prereg import Plan
+from poisson_tasks.prereg import Plan, Slot
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.runner.nulltrace import TRACE_INFO_KEY, read_turns, verdict_info
 
-Slot = tuple[str, int, int]
 TASKSET_ID = "poisson-tasks-verifiers"
 TRACES = "traces.jsonl"
 _KEY_VAR = "POISSON_VF_API_KEY"
@@ -164,9 +163,9 @@ def episode_line(
     turns, _, _, _, text_calls = read_turns(wire)
     calls = [c for c in trace.get("calls") or [] if isinstance(c, dict)]
     return EpisodeLine(
-        arm_id=slot[0],
-        seed=slot[1],
-        attempt=slot[2],
+        arm_id=slot.arm_id,
+        seed=slot.seed,
+        attempt=slot.attempt,
         task_id=bundle.task_id,
         session=session,
         resumed=resumed,
@@ -214,7 +213,7 @@ def slot_of(episode: Mapping[str, Any]) -> Slot | None:
     if not isinstance(data, dict):
         return None
     try:
-        return (str(data["arm_id"]), int(data["seed"]), int(data.get("attempt", 0)))
+        return Slot(str(data["arm_id"]), int(data["seed"]), int(data.get("attempt", 0)))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -268,8 +267,8 @@ async def run_batch(
             slot = slot_of(episode)
             if slot is None or slot not in wanted:
                 continue
-            key = (slot[0], slot[1])
+            key = (slot.arm_id, slot.seed)
             if key not in bundles:
-                bundles[key] = generate(slot[0], slot[1])
+                bundles[key] = generate(slot.arm_id, slot.seed)
             lines.append(episode_line(bundles[key], slot, episode, session, resumed))
         return lines, tail
