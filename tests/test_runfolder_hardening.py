@@ -339,3 +339,88 @@ def test_a_killed_sessions_count_comes_from_its_records(
     write_header(out, header)
     card = card_from_run(out)
     assert card.provenance.sessions[0].episodes_written == 8
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_resume_alone_reads_the_stored_preregistration(
+    tmp_path: Path, server: ReferenceServer
+) -> None:
+    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
+    out = tmp_path / "run"
+    run_preregistration(path, out, show_progress=False)
+    lines = (out / EPISODES).read_bytes().splitlines(keepends=True)
+    (out / EPISODES).write_bytes(b"".join(lines[:3]))
+    path.unlink()  # the file is gone: the folder's own copy is what runs
+    done = subprocess.run(
+        [*CLI, "run", "--resume", str(out), "--quiet"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert _slots(out) == Counter(load_preregistration_from(out).slots())
+
+
+def load_preregistration_from(folder: Path):  # type: ignore[no-untyped-def]
+    from poisson_tasks.runner.folder import stored_plan
+
+    return stored_plan(folder)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("delay", [0.2, 0.5, 1.0])
+def test_a_stop_during_start_up_is_one_line(
+    tmp_path: Path, server: ReferenceServer, sig: signal.Signals, delay: float
+) -> None:
+    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "poisson_tasks", "run", str(path), "--out", str(out), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(delay)
+    proc.send_signal(sig)
+    rc = proc.wait(timeout=60)
+    err = proc.stderr.read() if proc.stderr else ""
+    assert "Traceback" not in err, err
+    if rc == 0:  # it finished first
+        return
+    assert rc in (128 + sig, -sig), (rc, err)  # -sig: before Python installed any handler
+    if rc > 0:
+        assert len(err.strip().splitlines()) == 1, err
+        assert f"stopped by {sig.name}" in err
+    if "--resume" in err:
+        assert (out / HEADER).is_file()  # a hint only for a folder that exists
+        assert run_preregistration(path, out, resume=True, show_progress=False).complete
+    elif out.exists() and (out / HEADER).is_file():
+        assert run_preregistration(path, out, resume=True, show_progress=False).complete
+
+
+@pytest.mark.parametrize("delay", [0.2, 0.6, 1.2])
+def test_kill_during_card_out_leaves_no_partial_card(
+    tmp_path: Path, server: ReferenceServer, delay: float
+) -> None:
+    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
+    out = tmp_path / "run"
+    run_preregistration(path, out, show_progress=False)
+    cards = tmp_path / "cards"
+    proc = subprocess.Popen(
+        [*CLI, "card", str(out), "--out", str(cards)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(delay)
+    proc.kill()
+    proc.wait(timeout=30)
+    for name in ("card.json", "card.md"):
+        p = cards / name
+        if p.exists():
+            assert p.stat().st_size > 0
+    if (cards / "card.json").exists():
+        json.loads((cards / "card.json").read_text())
+    done = subprocess.run(
+        [*CLI, "card", str(out), "--out", str(cards)], capture_output=True, timeout=120
+    )
+    assert done.returncode == 0
+    assert json.loads((cards / "card.json").read_text())

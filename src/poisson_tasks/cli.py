@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
+from typer.exceptions import TyperException
 
+from poisson_tasks import stopping
 from poisson_tasks.errors import PoissonError, PreregistrationError
 
 if TYPE_CHECKING:
@@ -21,8 +24,13 @@ if TYPE_CHECKING:
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
+PROG = "poisson-tasks"
+# The folder a verb is writing, for the one line a stop prints (a resume hint only where it exists).
+_writing: list[Path] = []
+
 app = typer.Typer(
     add_completion=False,
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Generated tool-use tasks, a pure verifier, a pin ledger, pre-registered studies and cards.",
 )
@@ -33,8 +41,12 @@ def _root() -> None:
     """poisson-tasks: measure what one level of a difficulty knob is worth to one model."""
 
 
+_reported: list[int] = []  # exit statuses whose line a verb already printed
+
+
 def _fail(exc: PoissonError) -> typer.Exit:
     typer.echo(f"error: {exc}", err=True)
+    _reported.append(exc.exit_code)
     return typer.Exit(exc.exit_code)
 
 
@@ -149,7 +161,9 @@ def serve_reference(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind (loopback by default).")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to bind; 0 picks a free one.")] = 8765,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to bind; 0 picks a free one.")
+    ] = 8765,
     api_key: Annotated[
         str | None,
         typer.Option(
@@ -287,7 +301,10 @@ def validate(
 @app.command()
 @exits
 def run(
-    file: Annotated[Path, typer.Argument(help="A pre-registration YAML file.")],
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="A pre-registration YAML file (optional with --resume)."),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="New run folder (default runs/<name>-<UTC time>).")
     ] = None,
@@ -304,18 +321,20 @@ def run(
     """
     from poisson_tasks.prereg import load_preregistration
     from poisson_tasks.runner import default_run_folder, run_preregistration, summary_lines
+    from poisson_tasks.runner.folder import stored_plan
 
     if out is not None and resume is not None:
         raise PoissonError("give --out (a new run) or --resume (an existing one), not both")
-    plan = load_preregistration(file)
-    folder = resume or out or default_run_folder(plan)
-    try:
-        summary = run_preregistration(
-            plan, folder, resume=resume is not None, show_progress=False if quiet else None
+    if file is None and resume is None:
+        raise PoissonError(
+            "give a pre-registration FILE (a new run), or --resume DIR to continue a run"
         )
-    except KeyboardInterrupt:
-        typer.echo(f"error: interrupted; continue with --resume {folder}", err=True)
-        raise typer.Exit(130) from None
+    plan = load_preregistration(file) if file is not None else stored_plan(resume)  # type: ignore[arg-type]
+    folder = resume or out or default_run_folder(plan)
+    _writing.append(folder)
+    summary = run_preregistration(
+        plan, folder, resume=resume is not None, show_progress=False if quiet else None
+    )
     for line in summary_lines(summary):
         typer.echo(line)
     if summary.format_alarm:
@@ -331,7 +350,8 @@ def run(
             f"error: {summary.instrument} of {summary.written} episodes this session failed on "
             f"the instrument's side (above thresholds.instrument_max {summary.instrument_max:g}: "
             f"{', '.join(f'{k} {v}' for k, v in summary.outcomes.items())}); their cells will be "
-            "withheld: check the server, then --resume runs them again",
+            f"withheld: check the server, then poisson-tasks run --resume {summary.folder} runs "
+            "them again",
             err=True,
         )
     raise typer.Exit(summary.exit_code)
@@ -394,8 +414,51 @@ def probe(
         raise typer.Exit(3)
 
 
+def _stopped_line(signum: int) -> str:
+    """The one line a stop outside a run's own handling prints (a hint only where it works)."""
+    name = stopping.signal_name(signum)
+    for folder in _writing:
+        if (folder / "run.json").is_file():
+            return f"error: stopped by {name}; continue with poisson-tasks run --resume {folder}"
+    return f"error: stopped by {name}; nothing was written"
+
+
+def run_cli(argv: list[str] | None = None) -> int:
+    """Run the command line on argv; returns the exit status. A usage error (an unknown verb or
+    flag, a value of the wrong type) is one line and "try --help", exit 2; Ctrl-C or SIGTERM is
+    one line, exit 130 or 143; nothing ever ends in a traceback for a stop or a bad input."""
+    _writing.clear()
+    _reported.clear()
+    try:
+        rv = app(args=argv, prog_name=PROG, standalone_mode=False)
+    except typer.Abort:
+        rv = 130
+    except TyperException as exc:
+        message = " ".join(exc.format_message().split())
+        code = int(getattr(exc, "exit_code", 2))
+        if not message:  # no arguments at all: the help was printed
+            return code
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else PROG
+        typer.echo(f"error: {message} (try `{where} --help`)", err=True)
+        return code
+    except KeyboardInterrupt:  # a stop between typer's own handling and ours
+        rv = 130
+    except PoissonError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    if (
+        rv == 130 and not _reported
+    ):  # typer turns KeyboardInterrupt (and our Terminated) into exit 130, silently
+        signum = stopping.received() or signal.SIGINT
+        typer.echo(_stopped_line(signum), err=True)
+        return 128 + signum
+    return rv if isinstance(rv, int) else 0
+
+
 def main() -> None:
-    app()
+    stopping.install()
+    sys.exit(run_cli())
 
 
 if __name__ == "__main__":

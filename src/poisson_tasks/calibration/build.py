@@ -11,6 +11,7 @@ Refusals:
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -175,9 +176,18 @@ def card_from_run(
     installed_generator_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
 ) -> Artifact:
-    """records_from_run, provenance_from_run and build_artifact on one run folder."""
+    """records_from_run, provenance_from_run and build_artifact on one run folder.
+
+    A folder with no scored episode (a run stopped before its first, or only instrument failures)
+    is refused with CardRefusal: a card of nothing but "n/a" would read as a result."""
+    records = records_from_run(folder)
+    if not any(not r.instrument for r in records):
+        raise CardRefusal(
+            f"{folder} holds no scored episode yet ({len(records)} instrument failures): nothing "
+            f"to card; run it first: poisson-tasks run --resume {shlex.quote(str(folder))}"
+        )
     return build_artifact(
-        records_from_run(folder),
+        records,
         provenance_from_run(folder),
         thresholds,
         installed_generator_hash=installed_generator_hash,

@@ -68,18 +68,27 @@ def pin_targets(
     return ids, parse_seeds(DEFAULT_SEEDS if seeds is None else seeds)
 
 
+MAX_SEEDS = 100_000  # seeds one pin check may cover (each is a generated task per arm)
+
+
 def parse_seeds(text: str) -> list[int]:
     """Seeds from `0-59`, `7` or `0-9,20,30-31`, in the order written, without repeats."""
-    out: list[int] = []
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    out: dict[int, None] = {}
     for part in text.split(","):
         m = _RANGE.match(part.strip())
-        if m is None:
-            raise PinError(f"--seeds {text!r}: write ranges and numbers like 0-59 or 0-9,20")
+        if m is None or len(m[1]) > 19 or len(m[2] or "") > 19:
+            raise PinError(f"--seeds {shown!r}: write ranges and numbers like 0-59 or 0-9,20")
         lo, hi = int(m[1]), int(m[2] if m[2] is not None else m[1])
         if hi < lo:
-            raise PinError(f"--seeds {text!r}: range {lo}-{hi} runs backwards; write {hi}-{lo}")
-        out += [s for s in range(lo, hi + 1) if s not in out]
-    return out
+            raise PinError(f"--seeds {shown!r}: range {lo}-{hi} runs backwards; write {hi}-{lo}")
+        if hi >= 2**63 or len(out) + (hi - lo + 1) > MAX_SEEDS:
+            raise PinError(
+                f"--seeds {shown!r}: at most {MAX_SEEDS:,} seeds, each below 2^63; "
+                "check a smaller range"
+            )
+        out.update(dict.fromkeys(range(lo, hi + 1)))
+    return list(out)
 
 
 class ContrastSummary(BaseModel):

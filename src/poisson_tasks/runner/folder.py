@@ -34,7 +34,7 @@ from poisson_tasks.bundle import digest
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.files import fsync_dir, os_problem, write_all
 from poisson_tasks.hashes import engine_hash, environment_hash, generator_hash, vocabulary_hash
-from poisson_tasks.prereg import Plan, Slot, measurement_of
+from poisson_tasks.prereg import Plan, Slot, measurement_of, validate_preregistration
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
@@ -355,6 +355,13 @@ class RunFolder:
         finally:
             if self.lock is not None:
                 self.lock.release()
+
+
+def stored_plan(path: Path) -> Plan:
+    """The plan a run folder was made with (the pre-registration in its run.json): what
+    `run --resume DIR` runs when no file is given."""
+    header = read_header(path)
+    return validate_preregistration(header.preregistration, source=str(path / HEADER))
 
 
 def resume_hint(path: Path) -> str:
