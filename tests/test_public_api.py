@@ -62,7 +62,8 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_import_and_help_load_no_layer_below_the_cli() -> None:
-    """`import poisson_tasks` and `poisson-tasks --help` import only the package, cli and errors."""
+    """`import poisson_tasks` and `poisson-tasks --help` import only the package, cli, errors and
+    the stop handlers."""
     script = (
         "import sys\n"
         "import poisson_tasks\n"
@@ -74,4 +75,10 @@ def test_import_and_help_load_no_layer_below_the_cli() -> None:
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout.split()
-    assert out == ["poisson_tasks", "poisson_tasks.cli", "poisson_tasks.errors"]
+    # stopping: the signal handlers (signal and errors only), needed before anything heavy
+    assert out == [
+        "poisson_tasks",
+        "poisson_tasks.cli",
+        "poisson_tasks.errors",
+        "poisson_tasks.stopping",
+    ]
