@@ -23,6 +23,7 @@ from poisson_tasks.pins import (
     ROW_IDS,
     ROWS,
     PinReport,
+    PinRow,
     check_pins,
     check_plan,
     measure_pins,
@@ -30,6 +31,7 @@ from poisson_tasks.pins import (
     pin_targets,
     views,
 )
+from poisson_tasks.pins.holding import Outcome
 from poisson_tasks.prereg import load_preregistration
 from poisson_tasks.transcript import history_tokens
 
@@ -68,12 +70,34 @@ def test_the_table_has_the_thirty_rows_in_order() -> None:
     assert len({r.id for r in ROWS}) == 30
 
 
-def test_every_measurable_row_has_one_measure_one_holder_and_one_figure() -> None:
-    from poisson_tasks.pins.check import FIGURES, HOLDERS
-    from poisson_tasks.pins.measure import _MEASURES
+def test_every_measurable_row_carries_its_measure_hold_and_figure() -> None:
+    for row in ROWS:
+        parts = (row.measure, row.figure, row.hold)
+        if row.measurable:
+            assert all(p is not None for p in parts), row.id
+        else:
+            assert all(p is None for p in parts), row.id
 
-    measurable = {r.id for r in ROWS if r.measurable}
-    assert set(_MEASURES) == set(HOLDERS) == set(FIGURES) == measurable
+
+def test_a_row_is_one_object_that_refuses_to_be_half_defined() -> None:
+    with pytest.raises(ValueError, match="N99: a measured row needs"):
+        PinRow(id="N99", holds="x", who=("depth",), mode="refused", figure=lambda v: v)
+    with pytest.raises(ValueError, match="N98: an unmeasured row has no"):
+        PinRow(
+            id="N98",
+            holds="x",
+            who=("at run time",),
+            mode="refused",
+            unmeasured_reason="read off the run",
+            hold=lambda c: Outcome(),
+        )
+
+
+def test_only_the_block_row_reports_without_controls_and_only_shape_reports_another_figure() -> (
+    None
+):
+    assert [r.id for r in ROWS if r.reports_without_controls] == ["N29"]
+    assert [r.id for r in ROWS if r.reported_figure is not None] == ["N33"]
 
 
 def test_modes_and_who_as_designed() -> None:
@@ -93,7 +117,7 @@ def test_modes_and_who_as_designed() -> None:
 def test_every_row_is_measured_or_unmeasured_exactly_once(knob: str) -> None:
     for spec in all_arms(knob):
         m = measure_pins(generate(spec, 1))
-        assert set(m.measured) | set(m.unmeasured) == set(THIRTY)
+        assert set(m.measured) | set(m.unmeasured) == set(ROW_IDS)
         assert not set(m.measured) & set(m.unmeasured)
         assert set(m.unmeasured) == {"N10", "N13"}
         assert all("generation time" in r or "trace" in r for r in m.unmeasured.values())
@@ -162,7 +186,7 @@ def test_each_knobs_sweep_holds_on_a_few_seeds(knob: str) -> None:
         report = check_pins(contrast(knob, seed))
         assert not report.refused, report.message()
         assert len(report.arms) == len(all_arms(knob))
-        assert [r.row for r in report.rows] == list(THIRTY)
+        assert [r.row for r in report.rows] == list(ROW_IDS)
         assert {r.row for r in report.rows if r.verdict == "unmeasured"} == {"N10", "N13"}
 
 
@@ -649,7 +673,7 @@ def test_check_plan_makes_one_contrast_per_knob_split_and_strictness() -> None:
 def test_report_lines_name_every_row() -> None:
     report: PinReport = check_pins(contrast("spread", 0))
     text = "\n".join(report.lines())
-    for row in THIRTY:
+    for row in ROW_IDS:
         assert re.search(rf"^  {row}\s", text, re.M)
     assert "not refused" in text
 
@@ -689,7 +713,7 @@ def test_cli_prints_every_row_and_exits_0() -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "contrast spread (eval, strict)" in result.output
-    for row in THIRTY:
+    for row in ROW_IDS:
         assert re.search(rf"^  {row}\s", result.output, re.M)
     assert "N35  held 2/2" in result.output
 

@@ -26,7 +26,8 @@ from poisson_tasks.pins.plan import (
     parse_seeds,
     pin_targets,
 )
-from poisson_tasks.pins.table import BY_ID, ROW_IDS, ROWS, PinRow
+from poisson_tasks.pins.row import PinRow
+from poisson_tasks.pins.rows import BY_ID, ROW_IDS, ROWS
 
 __all__ = [
     "BY_ID",

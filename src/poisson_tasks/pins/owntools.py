@@ -21,7 +21,7 @@ from poisson_tasks.owntools import ToolSet, with_own_tools
 from poisson_tasks.pins.check import Companion, PinReport, check_pins
 from poisson_tasks.pins.measure import PinMeasurement, measure_pins
 from poisson_tasks.pins.plan import contrast_groups
-from poisson_tasks.pins.table import BY_ID
+from poisson_tasks.pins.rows import BY_ID
 
 
 class RowChange(BaseModel):

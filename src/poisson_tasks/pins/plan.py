@@ -18,7 +18,7 @@ from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
 from poisson_tasks.pins.check import Figure, PinReport, PinVerdict, check_pins
 from poisson_tasks.pins.measure import measure_pins
-from poisson_tasks.pins.table import ROWS
+from poisson_tasks.pins.rows import ROWS
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _MAX_VIOLATION_LINES = 12
