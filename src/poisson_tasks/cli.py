@@ -191,6 +191,52 @@ def serve_reference(
     )
 
 
+@app.command("serve-local")
+@exits
+def serve_local(
+    model: Annotated[Path, typer.Argument(help="A GGUF model file.")],
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1; 0 picks a free one.")] = 0,
+    threads: Annotated[int, typer.Option("--threads", help="CPU threads for the model.")] = 1,
+    ctx: Annotated[int, typer.Option("--ctx", help="Context size in tokens (n_ctx).")] = 8192,
+    template: Annotated[
+        str,
+        typer.Option(
+            "--template",
+            help="A shipped chat template (chatml-tools), a Jinja file, or `embedded` (the GGUF's).",
+        ),
+    ] = "chatml-tools",
+    alias: Annotated[
+        str | None,
+        typer.Option("--alias", help="The model id it serves (default: the file name less .gguf)."),
+    ] = None,
+) -> None:
+    """Serve a GGUF with llama.cpp (the `local` extra) on loopback, with a tool-calling template.
+
+    A template that renders no tool section is refused before the model loads, and again through
+    the server's own /apply-template. Prints the base URL; Ctrl-C or SIGTERM stops it.
+    """
+    from poisson_tasks.local.server import LocalServer
+    from poisson_tasks.local.server import serve_local as serve
+
+    def _announce(s: LocalServer) -> None:
+        tpl = s.template
+        what = f"{tpl.name} ({tpl.family or 'family not stated'})" if tpl else "embedded"
+        typer.echo(
+            f"serving {s.alias} at {s.base_url} (llama.cpp, {s.threads} thread(s), n_ctx "
+            f"{s.n_ctx}, template {what}); Ctrl-C stops"
+        )
+
+    serve(
+        model,
+        port=port,
+        threads=threads,
+        ctx=ctx,
+        template=template,
+        alias=alias,
+        announce=_announce,
+    )
+
+
 @app.command()
 @exits
 def card(
@@ -312,6 +358,12 @@ def run(
         Path | None, typer.Option("--resume", help="Continue this run folder (same study).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="Set model.base_url (e.g. the URL serve-local printed) for this run."
+        ),
+    ] = None,
 ) -> None:
     """Run a pre-registered study into a run folder.
 
@@ -329,7 +381,10 @@ def run(
         raise PoissonError(
             "give a pre-registration FILE (a new run), or --resume DIR to continue a run"
         )
-    plan = load_preregistration(file) if file is not None else stored_plan(resume)  # type: ignore[arg-type]
+    if file is not None:
+        plan = load_preregistration(file, base_url=base_url)
+    else:
+        plan = stored_plan(resume)  # type: ignore[arg-type]
     folder = resume or out or default_run_folder(plan)
     _writing.append(folder)
     summary = run_preregistration(

@@ -14,9 +14,11 @@ fix in one line.
     │   ├── OutOfCredit               the provider says the account is out of credit
     │   └── ArmDoesNotFit             an arm's first request already exceeds the context window
     ├── CallFailed                    one model call failed for good (the episode is api_error)
-    │   └── ContextOverflow           the conversation outgrew the model's context window
+    │   ├── ContextOverflow           the conversation outgrew the model's context window
+    │   └── UnparsedToolCall          the server could not parse a tool call the model wrote
     ├── ReferenceServerError          the reference endpoint could not start
     ├── MissingExtraError             an optional extra is not installed
+    ├── LocalServeError               serve-local cannot start (model file, chat template, server)
     ├── CardRefusal                   exit 1: the spec's refusals forbid publishing the card
     ├── PublishedCardError            exit 1: a published card is missing or differs from a rebuild
     └── GeneratorFault (RuntimeError) exit 70: the generator built a task its reference cannot
@@ -110,6 +112,12 @@ class ContextOverflow(CallFailed):
         self.window = window
 
 
+class UnparsedToolCall(CallFailed):
+    """The server could not parse a tool call the model wrote (llama.cpp answers HTTP 500 "Failed
+    to parse tool call arguments as JSON", on the reply itself or when the call comes back in the
+    history): the model's malformed call, format clause 1, never an instrument failure."""
+
+
 class ReferenceServerError(PoissonError):
     """The reference endpoint could not start (an address in use, a bad option)."""
 
@@ -155,3 +163,7 @@ class OutputError(PoissonError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where SIGINT raises KeyboardInterrupt, outside a run's own handling."""
+
+
+class LocalServeError(PoissonError):
+    """serve-local cannot start: no model file, a refused chat template, a server that fails."""

@@ -46,8 +46,15 @@ from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_diff
 FORMAT = "poisson-tasks/preregistration@1"
 RANGE_SEEDS = "range"
 SEED_MODULUS = 2**31
-Provider = Literal["openai", "vllm", "ollama", "openai-compatible", "reference"]
-PROVIDERS: tuple[str, ...] = ("openai", "vllm", "ollama", "openai-compatible", "reference")
+Provider = Literal["openai", "vllm", "ollama", "llamacpp", "openai-compatible", "reference"]
+PROVIDERS: tuple[str, ...] = (
+    "openai",
+    "vllm",
+    "ollama",
+    "llamacpp",
+    "openai-compatible",
+    "reference",
+)
 SELF_SERVED: frozenset[str] = frozenset({"vllm", "ollama"})
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -956,8 +963,12 @@ def read_yaml(text: str, where: str) -> Any:
         raise PreregistrationError([f"{where}: a value cannot be read: {first[:200]}"]) from None
 
 
-def load_preregistration(path: str | Path) -> Plan:
-    """Read a pre-registration file (UTF-8, at most 1 MiB, strict YAML) and validate it."""
+def load_preregistration(path: str | Path, *, base_url: str | None = None) -> Plan:
+    """Read a pre-registration file (UTF-8, at most 1 MiB, strict YAML) and validate it.
+
+    `base_url` (run --base-url) sets model.base_url before validation, for a server whose port is
+    only known when it starts; the run records the document with the address it used.
+    """
     p = Path(path)
     try:
         with p.open("rb") as fh:
@@ -987,6 +998,12 @@ def load_preregistration(path: str | Path) -> Plan:
     doc = read_yaml(text, str(p))
     if not isinstance(doc, Mapping):
         raise PreregistrationError([f"{p}: must be a YAML mapping of sections (format, model ...)"])
+    if base_url is not None:
+        model = doc.get("model")
+        doc = {
+            **doc,
+            "model": {**model, "base_url": base_url} if isinstance(model, dict) else model,
+        }
     return validate_preregistration(doc, source=str(p))
 
 

@@ -11,7 +11,9 @@ What the card reads from the header's free-form parts, as the runner writes them
   serving stack may add and the card prints: `stack`, `stack_version`, `flags`, `gpu`,
   `weights_revision`, `context_window`, and `kind` (`api`, `self-served`, `reference`), which otherwise follows
   from the provider: openai is an API, reference is this package's reference policies, and
-  vllm, ollama and openai-compatible are served by the user.
+  vllm, ollama, llamacpp and openai-compatible are served by the user. For llama.cpp the runner
+  also writes `llamacpp` (local.facts.LlamaCppFacts: build, model file, size, sha256,
+  quantisation, n_ctx, threads, chat template and its sha256), which the card prints in full.
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ from pydantic import (
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration.records import episode_lines, records_sha256
 from poisson_tasks.errors import RunFolderError
+from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import OwnToolsRecord, RunHeader, StopReason, read_header
 
 ServingKind = Literal["api", "self-served", "reference", "unknown"]
 
-_SELF_SERVED = frozenset({"vllm", "ollama", "openai-compatible"})
+_SELF_SERVED = frozenset({"vllm", "ollama", "llamacpp", "openai-compatible"})
 _API = frozenset({"openai"})
 
 __all__ = [
@@ -77,13 +80,15 @@ class ServingInfo(BaseModel):
     weights_revision: str | None = None
     policy: str | None = None
     context_window: int | None = None
+    llamacpp: LlamaCppFacts | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out when None, so cards from runs that did not record it keep their bytes.
+        # Left out when None, so cards from runs that did not record them keep their bytes.
         out: dict[str, Any] = handler(self)
-        if out.get("context_window") is None:
-            out.pop("context_window", None)
+        for key in ("context_window", "llamacpp"):
+            if out.get(key) is None:
+                out.pop(key, None)
         return out
 
 
@@ -202,7 +207,22 @@ def _serving(header: RunHeader) -> ServingInfo:
         ),
         policy=_text(model) if kind == "reference" else None,
         context_window=window if isinstance(window, int) and not isinstance(window, bool) else None,
+        llamacpp=_llamacpp(serving),
     )
+
+
+def _llamacpp(serving: dict[str, Any]) -> LlamaCppFacts | None:
+    """What a llama.cpp server reported (`serving.llamacpp`, written by the runner's preflight)."""
+    value = serving.get("llamacpp")
+    if value is None:
+        return None
+    try:
+        return LlamaCppFacts.model_validate(value)
+    except ValidationError as exc:
+        first = str(exc).splitlines()[0]
+        raise RunFolderError(
+            f"run.json: serving.llamacpp is not as the runner writes it: {first}"
+        ) from None
 
 
 def _model(header: RunHeader) -> str:

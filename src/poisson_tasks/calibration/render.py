@@ -24,6 +24,7 @@ from poisson_tasks.calibration.artifact import (
 from poisson_tasks.calibration.beside import short_hash
 from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.hashes import describe_environment_hash
+from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
 
 NOT_RECORDED = "not recorded"
@@ -422,6 +423,29 @@ def _thresholds(th: Thresholds) -> str:
     )
 
 
+def _count(n: int | None, unit: str) -> str:
+    return f"{n:,} {unit}" if n is not None else f"{unit} {NOT_RECORDED}"
+
+
+def _llamacpp_lines(f: LlamaCppFacts) -> list[str]:
+    """What a llama.cpp server reported about itself and the file it serves (self-served)."""
+    server = f" ({f.server})" if f.server else ""
+    threads = f"{f.threads} thread(s)" if f.threads is not None else f"threads {NOT_RECORDED}"
+    slots = f"{f.slots} slot(s)" if f.slots is not None else f"slots {NOT_RECORDED}"
+    sha = f"`{f.model_sha256}`" if f.model_sha256 else NOT_RECORDED
+    tools = {True: "lists tools", False: "lists no tools", None: "tool support not reported"}
+    return [
+        f"- llama.cpp: build {f.build or NOT_RECORDED}{server}; {threads}, {slots}, context "
+        f"{_count(f.n_ctx, 'tokens')}" + (f"; started by {f.started_by}" if f.started_by else ""),
+        f"- model file: {f.model_file or NOT_RECORDED}, {_count(f.model_bytes, 'bytes')}, "
+        f"quantisation {f.quantization or NOT_RECORDED}, {_count(f.parameters, 'parameters')}",
+        f"- model file sha256: {sha} ({f.sha256_from})",
+        f"- chat template: {f.template or NOT_RECORDED}, sha256 "
+        + (f"`{f.template_sha256}`" if f.template_sha256 else NOT_RECORDED)
+        + f" ({tools[f.template_tools]})",
+    ]
+
+
 def _serving_lines(p: Provenance) -> list[str]:
     s = p.serving
     served = f"- served: {s.kind}" + (
@@ -439,6 +463,8 @@ def _serving_lines(p: Provenance) -> list[str]:
         ]
     if s.context_window is not None:
         lines.append(f"- context window: {s.context_window} tokens (as the server reported it)")
+    if s.llamacpp is not None:
+        lines += _llamacpp_lines(s.llamacpp)
     return lines
 
 

@@ -7,7 +7,9 @@ retry-after-ms up to `execution.retry_after_max_s`, so every retry is counted an
 attempt carries its number in the `X-Poisson-Attempt` header, so a server can tell a retry from the
 request it failed. `execution.request_timeout_s` bounds the whole request (connect, write and every
 read together): a server that trickles its answer cannot stretch it. A 400 saying the conversation
-outgrew the model's context window is `ContextOverflow`, the model's failure (see episode.py). What cannot be retried is sorted into three kinds:
+outgrew the model's context window is `ContextOverflow`, the model's failure (see episode.py), and
+so is llama.cpp's 500 for a tool call whose arguments are not JSON (`UnparsedToolCall`, scored as
+the model's malformed call). What cannot be retried is sorted into three kinds:
 `CallFailed` (this episode's call failed: the episode is `api_error`), `OutOfCredit` (the account is
 out of credit: the run stops) and `EndpointError` (the endpoint refuses the run: wrong key, unknown
 model; the run stops with one line). Every failed response's status, headers (less credentials) and
@@ -33,7 +35,13 @@ import openai
 import orjson
 
 from poisson_tasks.bundle import ToolCall
-from poisson_tasks.errors import CallFailed, ContextOverflow, EndpointError, OutOfCredit
+from poisson_tasks.errors import (
+    CallFailed,
+    ContextOverflow,
+    EndpointError,
+    OutOfCredit,
+    UnparsedToolCall,
+)
 from poisson_tasks.prereg import Decoding, Execution
 from poisson_tasks.tokens import count_tokens
 
@@ -59,6 +67,10 @@ _OVERFLOW = re.compile(
 _WINDOW = re.compile(
     r"maximum context length is (\d+)|available context size \((\d+)|n_ctx\D{0,4}(\d+)", re.I
 )
+
+
+# llama.cpp's wording (common/chat.cpp) when a tool call's arguments are not JSON.
+_UNPARSED_CALL = re.compile(r"Failed to parse tool call arguments as JSON", re.IGNORECASE)
 
 
 def _pieces(secret: str) -> frozenset[str]:
@@ -426,6 +438,10 @@ class Endpoint:
                 raise self._fatal(exc) from None
             except openai.InternalServerError as exc:
                 failures.append(evidence_of(exc.response, self._secret))
+                text = exc.response.content.decode("utf-8", "replace")
+                if exc.status_code == 500 and _UNPARSED_CALL.search(text):
+                    detail = self.redact(f"HTTP 500: {exc.message}")
+                    raise UnparsedToolCall(detail, retries, waited, failures) from None
                 kind, retry_after = str(exc.status_code), retry_after_s(exc.response.headers)
             except openai.APIStatusError as exc:
                 failures.append(evidence_of(exc.response, self._secret))

@@ -12,8 +12,11 @@ out"), so the episode is scored so and stays in the denominator, with `context_o
 line so the card counts it apart. A first request that already overflows is the instrument's
 problem (the task alone does not fit the window): it raises ArmDoesNotFit, which stops the run.
 
-The verdict comes from verifier.verify, and the runner's own observations are compared with the
-verdict's replay (a difference is replay_mismatch).
+A call the server could not parse. llama.cpp answers HTTP 500 ("Failed to parse tool call
+arguments as JSON") when a tool call the model wrote has arguments that are not JSON. That is the
+model's malformed call, not the instrument's failure: the episode ends there, the server's message
+is kept as an unparsed text call, and the verdict is malformed_call (format clause 1). The verdict comes from verifier.verify, and the
+runner's own observations are compared with the verdict's replay (a difference is replay_mismatch).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
-from poisson_tasks.errors import ArmDoesNotFit, CallFailed, ContextOverflow
+from poisson_tasks.errors import ArmDoesNotFit, CallFailed, ContextOverflow, UnparsedToolCall
 from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.prereg import Slot
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
@@ -194,6 +197,10 @@ async def _loop(
                         f"drop the arm ({exc.detail})"
                     ) from None
                 raise _Overflow(exc.detail) from None
+            if isinstance(exc, UnparsedToolCall):  # the model's malformed call: clause 1
+                trace.text_calls.append(exc.detail)
+                trace.text_call_dialects.append("server-unparsed")
+                return False
             raise
         trace.call_started = None
         trace.replies.append(reply)

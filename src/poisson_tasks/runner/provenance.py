@@ -30,6 +30,7 @@ import httpx2
 
 from poisson_tasks import __version__
 from poisson_tasks.errors import EndpointError
+from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.prereg import Serving
 from poisson_tasks.runner.endpoint import redact
 
@@ -242,6 +243,39 @@ async def _ollama(
     }
 
 
+async def _llamacpp(
+    client: httpx2.AsyncClient, serving: Serving, base_url: str, key: str | None
+) -> dict[str, Any]:
+    """llama.cpp: GET /props must answer; the served file's sha256 is computed when it is local."""
+    root = _root(base_url)
+    props = await _get(client, f"{root}/props", key)
+    if not isinstance(props, dict):
+        raise EndpointError(
+            f"{root}/props did not answer with JSON: this is not a llama.cpp server (serve-local "
+            "and llama-server answer GET /props); fix model.provider or model.base_url"
+        )
+    listing = await _get(client, f"{base_url}/models", key)
+    if _entry(listing, serving.model) is None:
+        raise EndpointError(
+            f"{base_url} does not serve model {serving.model!r} (it serves "
+            f"{', '.join(sorted(_model_ids(listing))[:8]) or 'nothing'}): fix model.model, or "
+            "serve-local --alias"
+        )
+    facts = llamacpp_facts(props, listing, base_url)
+    measured = f"sha256:{facts.model_sha256}" if facts.model_sha256 else None
+    where = f"the served file {facts.model_file} (its sha256, computed by the runner)"
+    revision = _check_revision(serving.revision, measured, where)
+    return {
+        "stack": "llama.cpp",
+        "stack_version": facts.build,
+        "context_window": facts.n_ctx,
+        "quantization": facts.quantization,
+        "weights_revision": revision,
+        "llamacpp": facts.model_dump(mode="json"),
+        "details": {"props": props, "models": listing},
+    }
+
+
 async def serving_details(serving: Serving, base_url: str, api_key: str | None) -> dict[str, Any]:
     """What the endpoint says about itself; raises EndpointError when it cannot serve this run."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -250,7 +284,10 @@ async def serving_details(serving: Serving, base_url: str, api_key: str | None) 
     extra: dict[str, Any] = {}
     details: dict[str, Any] = {}
     async with httpx2.AsyncClient(timeout=_PREFLIGHT_TIMEOUT_S, headers=headers) as client:
-        if serving.provider == "vllm":
+        if serving.provider == "llamacpp":
+            extra = await _llamacpp(client, serving, base_url, api_key)
+            details = extra.pop("details")
+        elif serving.provider == "vllm":
             extra = await _vllm(client, serving, base_url, api_key)
             details = extra.pop("details")
         elif serving.provider == "ollama":

@@ -566,8 +566,11 @@ async def _run_plan(
             count_tokens("warm")
             server = start_reference_server("127.0.0.1", 0, api_key=key)
             base_url = server.base_url
-        if base_url is None:  # validate_preregistration requires one for every other provider
-            raise EndpointError("model.base_url: required for this provider")
+        if base_url is None:  # validate_preregistration requires one for every provider but these
+            raise EndpointError(
+                "model.base_url: not given; for a llama.cpp server pass the URL serve-local "
+                "printed with `run --base-url URL` (or write it in the file)"
+            )
         serving = scrub(await serving_details(pr.model, base_url, key), key)
         if server is not None:
             serving["in_process"] = True

@@ -1,0 +1,100 @@
+"""Check one local-model CI run: records, card verdict, provenance and the server's request log.
+
+usage: python scripts/ci/check_local_model.py OUT_DIR
+
+OUT_DIR holds what scripts/ci/local-model kept: run/ (run.json, episodes.jsonl), card.rc and
+card.err (the `card` command's exit status and stderr), card.md when a card was made, and
+server.log (llama.cpp's own log). Prints one line per check and exits 1 when any fails.
+
+- no instrument failures, and every outcome in the closed vocabulary (verifier.OUTCOMES);
+- the card's verdict is the one the rules give: a cell with more than thresholds.no_call_max of
+  its scored episodes without a tool call means the no-call refusal (exit 1 and its line), else a
+  card (exit 0) that says "self-served";
+- the llama.cpp provenance the runner measured is all there (build, model file, size, sha256,
+  quantisation, n_ctx, threads, chat template sha256);
+- the runner's requests (every response plus every retried attempt) equal the completion requests
+  the server logged (one `launch_slot_` line each).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES
+
+FACTS = (
+    "build",
+    "model_file",
+    "model_bytes",
+    "model_sha256",
+    "quantization",
+    "n_ctx",
+    "threads",
+    "template_sha256",
+)
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+
+
+def check(out: Path) -> list[tuple[bool, str]]:
+    results: list[tuple[bool, str]] = []
+    header = json.loads((out / "run" / "run.json").read_text(encoding="utf-8"))
+    episodes = _lines(out / "run" / "episodes.jsonl")
+    planned = len(header["arms"]) * len(header["seeds"]) * header["attempts"]
+    results.append((len(episodes) == planned, f"{len(episodes)} episodes of {planned} planned"))
+    outcomes = sorted({e["outcome"] for e in episodes})
+    unknown = [o for o in outcomes if o not in OUTCOMES]
+    results.append((not unknown, f"outcomes {outcomes} all in the closed vocabulary"))
+    instrument = [e for e in episodes if e["outcome"] in INSTRUMENT_OUTCOMES]
+    results.append((not instrument, f"{len(instrument)} instrument failures"))
+
+    no_call_max = header["thresholds"]["no_call_max"]
+    scored: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in episodes:
+        if e["outcome"] not in INSTRUMENT_OUTCOMES:
+            scored[e["arm_id"]].append(e)
+    over = sorted(
+        a
+        for a, es in scored.items()
+        if sum(e["tool_calls"] == 0 for e in es) > no_call_max * len(es)
+    )
+    rc = int((out / "card.rc").read_text().strip())
+    err = (out / "card.err").read_text(encoding="utf-8")
+    if over:
+        ok = rc == 1 and "card refused" in err and "no tool call" in err
+        results.append((ok, f"no-call refusal expected ({', '.join(over)}): card exit {rc}"))
+    else:
+        card = out / "card.md"
+        ok = rc == 0 and card.is_file() and "self-served" in card.read_text(encoding="utf-8")
+        results.append((ok, f"a card expected (no cell over the no-call limit): card exit {rc}"))
+
+    serving = header["serving"]
+    facts = serving.get("llamacpp") or {}
+    missing = [k for k in FACTS if facts.get(k) in (None, "")]
+    results.append((serving.get("provider") == "llamacpp", "serving provider llamacpp"))
+    results.append(
+        (not missing, f"llama.cpp provenance fields present (missing: {missing or 'none'})")
+    )
+
+    runner = sum(len(e["transcript"]["responses"]) + e["transcript"]["retries"] for e in episodes)
+    logged = sum("launch_slot_" in t for t in (out / "server.log").read_text().splitlines())
+    results.append((runner == logged, f"runner requests {runner}, server log {logged}"))
+    return results
+
+
+def main() -> int:
+    out = Path(sys.argv[1])
+    results = check(out)
+    for ok, text in results:
+        print(("ok:   " if ok else "FAIL: ") + text)
+    return 0 if all(ok for ok, _ in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
