@@ -118,9 +118,9 @@ class PinReport(BaseModel):
             f"contrast {self.knob} ({self.split}, {self.strictness}) seed {self.seed}: "
             + ", ".join(self.arms)
         ]
-        for r in self.rows:
-            head = f"{r.row:<4} {r.verdict:<15}"
-            out.append("  " + "  ".join(x for x in (head, _compact(r.values), r.detail) if x))
+        for line in self.rows:
+            head = f"{line.row:<4} {line.verdict:<15}"
+            out.append("  " + "  ".join(x for x in (head, _compact(line.values), line.detail) if x))
         out += [f"  {v.line()}" for v in self.violations]
         out.append(f"  {'refused' if self.refused else 'not refused'}")
         return out
@@ -154,8 +154,12 @@ def figure(row: str, value: object) -> Figure:
 # ------------------------------------------------------------------ the contrast
 
 
-def _row_verdict(row: PinRow, c: Contrast) -> tuple[RowVerdict, list[Violation], Reported | None]:
-    values = {a.id: figure(row.id, a.v(row.id)) for a in c.arms} if row.measurable else {}
+def _row_verdict(
+    row: PinRow, contrast: Contrast
+) -> tuple[RowVerdict, list[Violation], Reported | None]:
+    values = (
+        {a.id: figure(row.id, a.value(row.id)) for a in contrast.arms} if row.measurable else {}
+    )
     if not row.measurable:
         return (
             RowVerdict(
@@ -164,7 +168,7 @@ def _row_verdict(row: PinRow, c: Contrast) -> tuple[RowVerdict, list[Violation],
             [],
             None,
         )
-    if c.knob not in row.knobs():
+    if contrast.knob not in row.knobs():
         return (
             RowVerdict(
                 row=row.id,
@@ -175,7 +179,7 @@ def _row_verdict(row: PinRow, c: Contrast) -> tuple[RowVerdict, list[Violation],
             [],
             None,
         )
-    if row.controls_only(c.knob) and not c.controls:
+    if row.controls_only(contrast.knob) and not contrast.controls:
         return (
             RowVerdict(
                 row=row.id,
@@ -188,12 +192,12 @@ def _row_verdict(row: PinRow, c: Contrast) -> tuple[RowVerdict, list[Violation],
         )
     if row.hold is None:  # a measurable row always has one (PinRow checks it)
         raise PinError(f"pin row {row.id} has no hold rule")
-    outcome = row.hold(c)
-    reports_only = row.mode == "reported" or c.knob in row.report_only_for
+    outcome = row.hold(contrast)
+    reports_only = row.mode == "reported" or contrast.knob in row.report_only_for
     reported = None
     if reports_only or outcome.report:
         fig = row.reported_figure
-        shown = {a.id: fig(a.v(row.id)) for a in c.arms} if fig else values
+        shown = {a.id: fig(a.value(row.id)) for a in contrast.arms} if fig else values
         reported = Reported(row=row.id, values=shown, detail=outcome.detail or row.holds)
     violations = []
     if not reports_only:
@@ -203,7 +207,7 @@ def _row_verdict(row: PinRow, c: Contrast) -> tuple[RowVerdict, list[Violation],
     verdict: PinVerdict
     if violations:
         verdict = "violated"
-    elif reports_only or (row.reports_without_controls and not c.controls):
+    elif reports_only or (row.reports_without_controls and not contrast.controls):
         verdict = "reported"
     else:
         verdict = "held"
@@ -236,31 +240,33 @@ def check_pins(
             raise PinError(
                 f"bundle under {key!r} is of arm {bundle.arm_id!r}; key each by its arm id"
             )
-        m = measurements[key] if measurements and key in measurements else measure_pins(bundle)
-        arms.append(Arm(id=key, spec=parse_arm_id(key), m=m))
+        measurement = (
+            measurements[key] if measurements and key in measurements else measure_pins(bundle)
+        )
+        arms.append(Arm(id=key, spec=parse_arm_id(key), measurement=measurement))
     knobs = sorted({a.spec.knob for a in arms})
-    seeds = sorted({a.m.seed for a in arms})
+    seeds = sorted({a.measurement.seed for a in arms})
     if len(knobs) > 1:
         raise PinError(f"a contrast is one knob's arms; got {', '.join(knobs)}: check each apart")
     if len(seeds) > 1:
         raise PinError(f"a contrast is one seed; got seeds {seeds}: use check_plan for many")
-    arms.sort(key=lambda a: _order(a.spec))
+    arms.sort(key=lambda arm: _order(arm.spec))
     first = arms[0]
-    c = Contrast(
+    contrast = Contrast(
         knob=knobs[0], seed=seeds[0], arms=arms, companion=companion or _generated(seeds[0])
     )
     rows, violations, reported = [], [], []
     for row in ROWS:
-        verdict, vs, rep = _row_verdict(row, c)
+        verdict, vs, rep = _row_verdict(row, contrast)
         rows.append(verdict)
         violations += vs
         if rep is not None:
             reported.append(rep)
     return PinReport(
-        knob=c.knob,
+        knob=contrast.knob,
         split=first.spec.split,
         strictness=first.spec.strictness,
-        seed=c.seed,
+        seed=contrast.seed,
         arms=[a.id for a in arms],
         rows=rows,
         violations=violations,

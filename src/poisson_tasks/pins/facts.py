@@ -15,19 +15,19 @@ from poisson_tasks.pins import views
 class BundleFacts:
     """A bundle and the facts several rows' measures share, each computed once."""
 
-    b: TaskBundle
+    bundle: TaskBundle
 
     @cached_property
     def instruction(self) -> str:
-        return views.instruction(self.b)
+        return views.instruction(self.bundle)
 
     @cached_property
     def tool_texts(self) -> list[str]:
-        return views.tool_texts(self.b)
+        return views.tool_texts(self.bundle)
 
     @cached_property
     def block_tokens(self) -> int:
-        return views.block_tokens(self.b, self.tool_texts)
+        return views.block_tokens(self.bundle, self.tool_texts)
 
     @cached_property
     def request_tokens(self) -> int:
@@ -35,20 +35,20 @@ class BundleFacts:
 
     @cached_property
     def seeded_tokens(self) -> int:
-        return views.seeded_tokens(self.b)
+        return views.seeded_tokens(self.bundle)
 
     @cached_property
     def right(self) -> list[str]:
-        return views.right_tools(self.b)
+        return views.right_tools(self.bundle)
 
     @cached_property
     def names(self) -> list[str]:
-        return self.b.tool_names
+        return self.bundle.tool_names
 
     @cached_property
     def system_base(self) -> str:
         """The system prompt less the filler at its end, when it carries the declared one."""
-        sp, fill = self.b.system_prompt, self.b.system_filler
+        sp, fill = self.bundle.system_prompt, self.bundle.system_filler
         if fill and sp.endswith(" " + fill):
             return sp[: -len(fill) - 1]
         return sp
@@ -56,18 +56,18 @@ class BundleFacts:
     @cached_property
     def filler_tokens(self) -> int:
         """Tokens of the system filler counted alone (0 when there is none)."""
-        return views.tokens(self.b.system_filler) if self.b.system_filler else 0
+        return views.tokens(self.bundle.system_filler) if self.bundle.system_filler else 0
 
     @cached_property
     def bindings(self) -> dict[str, ToolBinding]:
-        return views.bindings(self.b)
+        return views.bindings(self.bundle)
 
     def binding(self, name: str) -> ToolBinding | None:
         return self.bindings.get(name)
 
     @cached_property
     def schemas(self) -> dict[str, dict[str, Any]]:
-        return {t["function"]["name"]: t for t in self.b.tools}
+        return {t["function"]["name"]: t for t in self.bundle.tools}
 
     def schema(self, name: str) -> dict[str, Any]:
         return self.schemas[name]

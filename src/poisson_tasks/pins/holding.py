@@ -41,10 +41,10 @@ class Arm:
 
     id: str
     spec: ArmSpec
-    m: PinMeasurement
+    measurement: PinMeasurement
 
-    def v(self, row: str) -> Any:
-        return self.m.measured[row]
+    def value(self, row: str) -> Any:
+        return self.measurement.measured[row]
 
 
 @dataclass
@@ -76,27 +76,27 @@ class Contrast:
     def level_arm(self, like: ArmSpec, level: int) -> PinMeasurement:
         """The plain arm of `like`'s knob at `level`: from the contrast, else generated."""
         spec = ArmSpec(knob=like.knob, level=level, split=like.split, strictness=like.strictness)
-        for a in self.arms:
-            if a.spec == spec:
-                return a.m
+        for arm in self.arms:
+            if arm.spec == spec:
+                return arm.measurement
         key = spec.id
         if key not in self._cache:
             self._cache[key] = self.companion(spec)
         return self._cache[key]
 
 
-def equal(c: Contrast, row: str, key: Callable[[Any], Any], what: str) -> Outcome:
+def equal(contrast: Contrast, row: str, key: Callable[[Any], Any], what: str) -> Outcome:
     """The row's keyed value must be one value across the contrast."""
-    first = c.arms[0]
-    base = key(first.v(row))
-    odd = [a.id for a in c.arms[1:] if key(a.v(row)) != base]
+    first = contrast.arms[0]
+    base = key(first.value(row))
+    odd = [a.id for a in contrast.arms[1:] if key(a.value(row)) != base]
     if not odd:
-        return Outcome(detail=f"{what} equal across {len(c.arms)} arms")
+        return Outcome(detail=f"{what} equal across {len(contrast.arms)} arms")
     return Outcome(problems=[([first.id, *odd], f"{what} differs from {first.id}'s")])
 
 
 def each(
-    c: Contrast,
+    contrast: Contrast,
     row: str,
     test: Callable[[Arm], str | None],
     what: str,
@@ -104,18 +104,18 @@ def each(
 ) -> Outcome:
     """Every arm (or the given ones) must pass `test`; a failing arm is named with its reason."""
     out = Outcome(detail=what)
-    for a in c.arms if arms is None else arms:
-        problem = test(a)
+    for arm in contrast.arms if arms is None else arms:
+        problem = test(arm)
         if problem:
-            out.problems.append(([a.id], problem))
+            out.problems.append(([arm.id], problem))
     return out
 
 
-def within(a: int, b: int) -> bool:
+def within(tokens: int, want: int) -> bool:
     """Two token counts at most BAND apart."""
-    return abs(a - b) <= BAND
+    return abs(tokens - want) <= BAND
 
 
-def short(h: str) -> str:
+def short(hexdigest: str) -> str:
     """A hash's first eight characters, as a figure shows it."""
-    return h[:8]
+    return hexdigest[:8]

@@ -46,10 +46,14 @@ class OwnToolsLedger(BaseModel):
 
     def lines(self) -> list[str]:
         out = [f"pin ledger on the user's tools: {self.contrasts} contrasts checked"]
-        for c in self.changed:
-            out.append(f"  changed   {c.row} ({c.holds}) on {c.contrasts}: {c.example}")
-        for c in self.not_held:
-            out.append(f"  not held  {c.row} ({c.holds}) on {c.contrasts}: {c.example}")
+        for change in self.changed:
+            out.append(
+                f"  changed   {change.row} ({change.holds}) on {change.contrasts}: {change.example}"
+            )
+        for change in self.not_held:
+            out.append(
+                f"  not held  {change.row} ({change.holds}) on {change.contrasts}: {change.example}"
+            )
         if not self.changed and not self.not_held:
             out.append("  every row reads the same as on the generated tasks")
         return out
@@ -78,20 +82,20 @@ def own_tools_ledger(
     """Every contrast of the plan at every seed, on the generated and on the user's tools."""
     changed: dict[str, list[str]] = {}
     broken: dict[str, list[str]] = {}
-    n = 0
+    checked = 0
     seed_list = list(seeds)
     for group in contrast_groups(arms):
         ids = tuple(arm_id(s) for s in group)
         for seed in seed_list:
-            n += 1
+            checked += 1
             before, after = _reports(ids, seed, tools)
-            for b, a in zip(before.rows, after.rows, strict=True):
-                if b.verdict != "violated" and a.verdict == "violated":
-                    line = next(v.line() for v in after.violations if v.row == a.row)
-                    broken.setdefault(a.row, []).append(f"seed {seed}: {line}")
-                elif a.values != b.values:
-                    changed.setdefault(a.row, []).append(
-                        f"seed {seed}: {_figures(dict(b.values))} -> {_figures(dict(a.values))}"
+            for earlier, later in zip(before.rows, after.rows, strict=True):
+                if earlier.verdict != "violated" and later.verdict == "violated":
+                    line = next(v.line() for v in after.violations if v.row == later.row)
+                    broken.setdefault(later.row, []).append(f"seed {seed}: {line}")
+                elif later.values != earlier.values:
+                    changed.setdefault(later.row, []).append(
+                        f"seed {seed}: {_figures(dict(earlier.values))} -> {_figures(dict(later.values))}"
                     )
 
     def rows(found: dict[str, list[str]]) -> list[RowChange]:
@@ -100,4 +104,4 @@ def own_tools_ledger(
             for r, v in sorted(found.items(), key=lambda kv: int(kv[0][1:]))
         ]
 
-    return OwnToolsLedger(contrasts=n, changed=rows(changed), not_held=rows(broken))
+    return OwnToolsLedger(contrasts=checked, changed=rows(changed), not_held=rows(broken))

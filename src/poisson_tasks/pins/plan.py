@@ -63,8 +63,8 @@ def pin_targets(
     ids = [a.strip() for a in (arms or "").split(",") if a.strip()]
     if not ids:
         raise PinError("--arms is empty: list arm ids, e.g. --arms depth:d1,depth:d3,depth:d1+h8")
-    for a in ids:
-        parse_arm_id(a)
+    for arm_name in ids:
+        parse_arm_id(arm_name)
     return ids, parse_seeds(DEFAULT_SEEDS if seeds is None else seeds)
 
 
@@ -76,10 +76,10 @@ def parse_seeds(text: str) -> list[int]:
     shown = text if len(text) <= 60 else text[:57] + "..."
     out: dict[int, None] = {}
     for part in text.split(","):
-        m = _RANGE.match(part.strip())
-        if m is None or len(m[1]) > 19 or len(m[2] or "") > 19:
+        match = _RANGE.match(part.strip())
+        if match is None or len(match[1]) > 19 or len(match[2] or "") > 19:
             raise PinError(f"--seeds {shown!r}: write ranges and numbers like 0-59 or 0-9,20")
-        lo, hi = int(m[1]), int(m[2] if m[2] is not None else m[1])
+        lo, hi = int(match[1]), int(match[2] if match[2] is not None else match[1])
         if hi < lo:
             raise PinError(f"--seeds {shown!r}: range {lo}-{hi} runs backwards; write {hi}-{lo}")
         if hi >= 2**63 or len(out) + (hi - lo + 1) > MAX_SEEDS:
@@ -113,31 +113,31 @@ class ContrastSummary(BaseModel):
 
     def lines(self) -> list[str]:
         """Per row: the verdicts over the seeds and each arm's figure (a range over seeds)."""
-        n = len(self.reports)
+        seed_count = len(self.reports)
         out = [
             f"contrast {self.knob} ({self.split}, {self.strictness}) · {len(self.arms)} arms · "
-            f"{n} seed{'s' if n != 1 else ''} ({_seed_text(self.seeds)})",
+            f"{seed_count} seed{'s' if seed_count != 1 else ''} ({_seed_text(self.seeds)})",
             f"  arms: {', '.join(self.arms)}",
         ]
-        for i, row in enumerate(ROWS):
-            verdicts = [r.rows[i].verdict for r in self.reports]
+        for index, row in enumerate(ROWS):
+            verdicts = [r.rows[index].verdict for r in self.reports]
             tally = ", ".join(
-                f"{v} {verdicts.count(v)}/{n}" if n > 1 else v
+                f"{v} {verdicts.count(v)}/{seed_count}" if seed_count > 1 else v
                 for v in _VERDICT_ORDER
                 if v in verdicts
             )
-            figures = _figures_over_seeds([r.rows[i].values for r in self.reports], self.arms)
-            detail = self.reports[0].rows[i].detail if n == 1 else ""
+            figures = _figures_over_seeds([r.rows[index].values for r in self.reports], self.arms)
+            detail = self.reports[0].rows[index].detail if seed_count == 1 else ""
             cells = (f"{row.id:<4} {tally:<23}", figures, detail)
             out.append("  " + "  ".join(x for x in cells if x))
         violations = [(r.seed, v) for r in self.reports for v in r.violations]
-        for seed, v in violations[:_MAX_VIOLATION_LINES]:
-            out.append(f"  seed {seed}: {v.line()}")
+        for seed, violation in violations[:_MAX_VIOLATION_LINES]:
+            out.append(f"  seed {seed}: {violation.line()}")
         if len(violations) > _MAX_VIOLATION_LINES:
             out.append(f"  ... and {len(violations) - _MAX_VIOLATION_LINES} more violations")
         refused = self.refused_seeds
         out.append(
-            f"  refused at {len(refused)} of {n} seeds ({_seed_text(refused)})"
+            f"  refused at {len(refused)} of {seed_count} seeds ({_seed_text(refused)})"
             if refused
             else "  not refused"
         )
@@ -157,20 +157,20 @@ class PlanReport(BaseModel):
 
     def lines(self) -> list[str]:
         out: list[str] = []
-        for c in self.contrasts:
-            out += [*c.lines(), ""]
+        for summary in self.contrasts:
+            out += [*summary.lines(), ""]
         return out[:-1] if out else out
 
     def message(self) -> str:
         """One line naming each refused contrast, its rows and the seeds they were refused at."""
         parts = []
-        for c in self.contrasts:
-            if not c.refused:
+        for summary in self.contrasts:
+            if not summary.refused:
                 continue
-            rows = sorted({v.row for r in c.reports for v in r.violations}, key=_row_key)
+            rows = sorted({v.row for r in summary.reports for v in r.violations}, key=_row_key)
             parts.append(
-                f"{c.knob} ({', '.join(rows)} at seed{'s' if len(c.refused_seeds) > 1 else ''} "
-                f"{_seed_text(c.refused_seeds)})"
+                f"{summary.knob} ({', '.join(rows)} at seed{'s' if len(summary.refused_seeds) > 1 else ''} "
+                f"{_seed_text(summary.refused_seeds)})"
             )
         if not parts:
             return f"pin ledger: {len(self.contrasts)} contrasts held"
@@ -194,17 +194,17 @@ def _seed_text(seeds: Sequence[int]) -> str:
 def _figures_over_seeds(per_seed: list[dict[str, Figure]], arms: list[str]) -> str:
     """Each arm's figures over the seeds: one value, a min..max range, or a count of values."""
     by_arm: dict[str, str] = {}
-    for a in arms:
-        vals = [v[a] for v in per_seed if a in v]
+    for arm_name in arms:
+        vals = [v[arm_name] for v in per_seed if arm_name in v]
         if not vals:
             continue
         distinct = sorted(set(vals), key=str)
         if len(distinct) == 1:
-            by_arm[a] = str(distinct[0])
+            by_arm[arm_name] = str(distinct[0])
         elif all(isinstance(v, int) for v in vals):
-            by_arm[a] = f"{min(vals)}..{max(vals)}"
+            by_arm[arm_name] = f"{min(vals)}..{max(vals)}"
         else:
-            by_arm[a] = f"{vals[0]} (+{len(distinct) - 1} more)"
+            by_arm[arm_name] = f"{vals[0]} (+{len(distinct) - 1} more)"
     if not by_arm:
         return ""
     if len(set(by_arm.values())) == 1 and len(by_arm) > 1:
@@ -215,8 +215,8 @@ def _figures_over_seeds(per_seed: list[dict[str, Figure]], arms: list[str]) -> s
 def contrast_groups(arms: Iterable[ArmSpec | str]) -> list[list[ArmSpec]]:
     """Arms grouped by (knob, split, strictness), groups and arms in the order first given."""
     groups: dict[tuple[str, str, str], list[ArmSpec]] = {}
-    for a in arms:
-        spec = parse_arm_id(a) if isinstance(a, str) else a
+    for arm_name in arms:
+        spec = parse_arm_id(arm_name) if isinstance(arm_name, str) else arm_name
         group = groups.setdefault((spec.knob, spec.split, spec.strictness), [])
         if spec not in group:
             group.append(spec)

@@ -24,9 +24,9 @@ def instruction(bundle: TaskBundle) -> str:
     """The user instruction: the prompt string, or the first user message of a seeded prompt."""
     if isinstance(bundle.prompt, str):
         return bundle.prompt
-    for m in bundle.prompt:
-        if m.get("role") == "user":
-            return str(m.get("content") or "")
+    for message in bundle.prompt:
+        if message.get("role") == "user":
+            return str(message.get("content") or "")
     return ""
 
 
@@ -35,9 +35,9 @@ def seeded_history(bundle: TaskBundle) -> list[dict[str, Any]]:
     if isinstance(bundle.prompt, str):
         return []
     msgs = list(bundle.prompt)
-    for i, m in enumerate(msgs):
-        if m.get("role") == "user":
-            return msgs[i + 1 :]
+    for index, message in enumerate(msgs):
+        if message.get("role") == "user":
+            return msgs[index + 1 :]
     return msgs
 
 
@@ -46,8 +46,8 @@ def seeded_calls(bundle: TaskBundle) -> list[tuple[str, str, dict[str, Any] | No
     history = seeded_history(bundle)
     answers = {m.get("tool_call_id"): m.get("content") for m in history if m.get("role") == "tool"}
     out: list[tuple[str, str, dict[str, Any] | None, str | None]] = []
-    for m in history:
-        for call in m.get("tool_calls") or []:
+    for message in history:
+        for call in message.get("tool_calls") or []:
             fn = call.get("function") or {}
             try:
                 args = json.loads(fn.get("arguments") or "")
@@ -73,8 +73,8 @@ def right_tools(bundle: TaskBundle) -> list[str]:
     out: list[str] = []
     by_name = bindings(bundle)
     for call in bundle.reference_calls:
-        b = by_name.get(call.name)
-        if b is not None and b.kind == "stage" and call.name not in out:
+        binding = by_name.get(call.name)
+        if binding is not None and binding.kind == "stage" and call.name not in out:
             out.append(call.name)
     return out
 
@@ -125,10 +125,10 @@ def tokens(text: str) -> int:
 def transcript(bundle: TaskBundle) -> list[dict[str, Any]]:
     """The reference solution as the message pairs an episode adds, rendered like seeded history."""
     out: list[dict[str, Any]] = []
-    for i, (call, line) in enumerate(
+    for index, (call, line) in enumerate(
         zip(bundle.reference_calls, bundle.reference_observations, strict=True)
     ):
-        out += exchange(f"call_seed_{i + 1}", call.name, _str_args(call.arguments), line)
+        out += exchange(f"call_seed_{index + 1}", call.name, _str_args(call.arguments), line)
     return out
 
 
@@ -140,8 +140,8 @@ def failed_transcript(bundle: TaskBundle) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for call, line in zip(bundle.reference_calls, bundle.reference_observations, strict=True):
         if status(line) == "unavailable":
-            k = len(out) // 2 + 1
-            out += exchange(f"call_seed_{k}", call.name, _str_args(call.arguments), line)
+            number = len(out) // 2 + 1
+            out += exchange(f"call_seed_{number}", call.name, _str_args(call.arguments), line)
     return out
 
 
@@ -157,9 +157,9 @@ def status(line: str) -> str:
 def words(text: str) -> list[str]:
     """Distinct lower-case words of `text` of MIN_WORD characters or more, in first-seen order."""
     out: list[str] = []
-    for w in _WORD.findall(text.lower()):
-        if len(w) >= MIN_WORD and w not in out:
-            out.append(w)
+    for word in _WORD.findall(text.lower()):
+        if len(word) >= MIN_WORD and word not in out:
+            out.append(word)
     return out
 
 
@@ -176,9 +176,9 @@ def entry_code(bundle: TaskBundle) -> str:
     """The goal record's token before any call: its entry code."""
     if not bundle.goal:
         return ""
-    g = bundle.goal[0]
+    goal = bundle.goal[0]
     for row in bundle.initial_state:
-        if row[0] == g.ledger and row[1] == g.record_id:
+        if row[0] == goal.ledger and row[1] == goal.record_id:
             return str(row[3])
     return ""
 

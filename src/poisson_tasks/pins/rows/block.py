@@ -17,7 +17,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _measure_n4(x: BundleFacts) -> dict[str, Any]:
+def _measure_n4(facts: BundleFacts) -> dict[str, Any]:
     """Digests of the block's canonical JSON and of [names, non-stage schemas], from tool_texts.
 
     The same digests as bundle.digest() of those lists: canonical JSON of a list is its items'
@@ -25,62 +25,64 @@ def _measure_n4(x: BundleFacts) -> dict[str, Any]:
     """
     reads = [
         t
-        for n, t in zip(x.names, x.tool_texts, strict=True)
-        if (bd := x.binding(n)) is None or bd.kind != "stage"
+        for n, t in zip(facts.names, facts.tool_texts, strict=True)
+        if (bd := facts.binding(n)) is None or bd.kind != "stage"
     ]
-    names = canonical_json(x.names).decode()
+    names = canonical_json(facts.names).decode()
     return {
-        "block": _sha("[" + ",".join(x.tool_texts) + "]"),
+        "block": _sha("[" + ",".join(facts.tool_texts) + "]"),
         "names_and_reads": _sha(f"[{names},[{','.join(reads)}]]"),
     }
 
 
-def _hold_n4(c: Contrast) -> Outcome:
-    if c.knob == "arguments":
-        return equal(c, "N4", lambda v: v["names_and_reads"], "block names, order and reads")
-    return equal(c, "N4", lambda v: v["block"], "tool block")
+def _hold_n4(contrast: Contrast) -> Outcome:
+    if contrast.knob == "arguments":
+        return equal(
+            contrast, "N4", lambda value: value["names_and_reads"], "block names, order and reads"
+        )
+    return equal(contrast, "N4", lambda value: value["block"], "tool block")
 
 
-def _hold_n27(c: Contrast) -> Outcome:
+def _hold_n27(contrast: Contrast) -> Outcome:
     return each(
-        c,
+        contrast,
         "N27",
-        lambda a: (
+        lambda arm: (
             None
-            if a.v("N27")["tools"] == a.spec.level
-            else f"{a.v('N27')['tools']} tools, not {a.spec.level}"
+            if arm.value("N27")["tools"] == arm.spec.level
+            else f"{arm.value('N27')['tools']} tools, not {arm.spec.level}"
         ),
         "tools = level",
     )
 
 
-def _hold_n28(c: Contrast) -> Outcome:
-    out = equal(c, "N28", lambda v: v["right_slots"], "right tools' slots")
+def _hold_n28(contrast: Contrast) -> Outcome:
+    out = equal(contrast, "N28", lambda value: value["right_slots"], "right tools' slots")
     out.problems += each(
-        c,
+        contrast,
         "N28",
-        lambda a: (
+        lambda arm: (
             None
-            if all(s < 8 for s in a.v("N28")["right_slots"])
-            else f"right tools in slots {a.v('N28')['right_slots']}, not all among the first eight"
+            if all(s < 8 for s in arm.value("N28")["right_slots"])
+            else f"right tools in slots {arm.value('N28')['right_slots']}, not all among the first eight"
         ),
         "",
     ).problems
     return out
 
 
-def _hold_n29(c: Contrast) -> Outcome:
+def _hold_n29(contrast: Contrast) -> Outcome:
     out = Outcome(report=True)
     notes = []
-    for a in c.controls:
-        own = a.v("N29")
-        higher = c.level_arm(a.spec, a.spec.control or 0).measured["N29"]["block_tokens"]
+    for arm in contrast.controls:
+        own = arm.value("N29")
+        higher = contrast.level_arm(arm.spec, arm.spec.control or 0).measured["N29"]["block_tokens"]
         extra = higher - own["block_tokens"]
-        notes.append(f"{a.id} filler {own['filler_tokens']} vs extra block {extra}")
+        notes.append(f"{arm.id} filler {own['filler_tokens']} vs extra block {extra}")
         if not within(own["filler_tokens"], extra):
             out.problems.append(
                 (
-                    [a.id],
+                    [arm.id],
                     f"filler {own['filler_tokens']} tokens; the higher "
                     f"arm's extra block is {extra}, more than {BAND} apart",
                 )
@@ -97,7 +99,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="the tool block (for arguments: names, order and read tools; N30 holds the stage "
         "schemas)",
         measure=_measure_n4,
-        figure=lambda v: short(v["block"]),
+        figure=lambda value: short(value["block"]),
         hold=_hold_n4,
     ),
     PinRow(
@@ -106,17 +108,17 @@ ROWS: tuple[PinRow, ...] = (
         mode="reported",
         holds="the block's token count",
         note="it moves with the distractor level by design, so it is recorded, never refused",
-        measure=lambda x: {"block_tokens": x.block_tokens},
-        figure=lambda v: v["block_tokens"],
-        hold=lambda c: Outcome(report=True, detail="block tokens by arm"),
+        measure=lambda facts: {"block_tokens": facts.block_tokens},
+        figure=lambda value: value["block_tokens"],
+        hold=lambda contrast: Outcome(report=True, detail="block tokens by arm"),
     ),
     PinRow(
         id="N27",
         who=("block",),
         mode="refused",
         holds="the block holds exactly the level's number of tools",
-        measure=lambda x: {"tools": len(x.names)},
-        figure=lambda v: v["tools"],
+        measure=lambda facts: {"tools": len(facts.names)},
+        figure=lambda value: value["tools"],
         hold=_hold_n27,
     ),
     PinRow(
@@ -124,8 +126,10 @@ ROWS: tuple[PinRow, ...] = (
         who=("block",),
         mode="refused",
         holds="the right tools sit in the same slots, all among the first eight",
-        measure=lambda x: {"right_slots": [x.names.index(n) for n in x.right if n in x.names]},
-        figure=lambda v: ",".join(str(s) for s in v["right_slots"]),
+        measure=lambda facts: {
+            "right_slots": [facts.names.index(n) for n in facts.right if n in facts.names]
+        },
+        figure=lambda value: ",".join(str(s) for s in value["right_slots"]),
         hold=_hold_n28,
     ),
     PinRow(
@@ -134,8 +138,11 @@ ROWS: tuple[PinRow, ...] = (
         mode="reported-and-refused",
         holds="reports the block's token count; refuses a control whose filler is not the "
         "higher arm's extra block tokens, within two",
-        measure=lambda x: {"block_tokens": x.block_tokens, "filler_tokens": x.filler_tokens},
-        figure=lambda v: v["block_tokens"],
+        measure=lambda facts: {
+            "block_tokens": facts.block_tokens,
+            "filler_tokens": facts.filler_tokens,
+        },
+        figure=lambda value: value["block_tokens"],
         hold=_hold_n29,
         reports_without_controls=True,
     ),

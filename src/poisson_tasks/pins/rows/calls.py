@@ -20,14 +20,14 @@ SPREAD_READS = 4
 _PART = re.compile(r"^part_(\d+)_of_(\d+)$")
 
 
-def _measure_n30(x: BundleFacts) -> dict[str, Any]:
+def _measure_n30(facts: BundleFacts) -> dict[str, Any]:
     """Stage schemas with EXTRA_FIELDS taken out of properties and required."""
     out = []
-    for n in x.names:
-        bd = x.binding(n)
+    for name in facts.names:
+        bd = facts.binding(name)
         if bd is None or bd.kind != "stage":
             continue
-        fn = dict(x.schema(n)["function"])
+        fn = dict(facts.schema(name)["function"])
         params = dict(fn["parameters"])
         params["properties"] = {
             k: v for k, v in params["properties"].items() if k not in EXTRA_FIELDS
@@ -38,19 +38,19 @@ def _measure_n30(x: BundleFacts) -> dict[str, Any]:
     return {"stage_schemas": digest(out), "stage_tools": len(out)}
 
 
-def _measure_n31(x: BundleFacts) -> dict[str, Any]:
+def _measure_n31(facts: BundleFacts) -> dict[str, Any]:
     fixed = []
-    for n in x.right:
-        bd = x.binding(n)
-        fixed.append([n, [list(fv) for fv in (bd.fixed if bd else ())]])
+    for name in facts.right:
+        bd = facts.binding(name)
+        fixed.append([name, [list(fv) for fv in (bd.fixed if bd else ())]])
     values = sorted({(f, v) for _, fv in fixed for f, v in fv})
-    text, names = x.instruction, x.names
+    text, names = facts.instruction, facts.names
     fixed_by = {n: fv for n, fv in fixed}
     uncarried = [
-        f"{c.name} lacks {f}={v}"
-        for c in x.b.reference_calls
-        for f, v in fixed_by.get(c.name, [])
-        if (c.arguments or {}).get(f) != v
+        f"{call.name} lacks {f}={v}"
+        for call in facts.bundle.reference_calls
+        for f, v in fixed_by.get(call.name, [])
+        if (call.arguments or {}).get(f) != v
     ]
     return {
         "fixed": fixed,
@@ -60,13 +60,13 @@ def _measure_n31(x: BundleFacts) -> dict[str, Any]:
     }
 
 
-def _hold_n31(c: Contrast) -> Outcome:
-    def test(a: Arm) -> str | None:
-        v = a.v("N31")
-        want = a.spec.level - 2
-        sets = [sorted(map(tuple, fv)) for _, fv in v["fixed"]]
+def _hold_n31(contrast: Contrast) -> Outcome:
+    def test(arm: Arm) -> str | None:
+        value = arm.value("N31")
+        want = arm.spec.level - 2
+        sets = [sorted(map(tuple, fv)) for _, fv in value["fixed"]]
         if any(len(s) != want for s in sets):
-            return f"stage tools fix {[len(s) for s in sets]} values, not {want} each"
+            return f"stage tools fix {[len(seeded) for seeded in sets]} values, not {want} each"
         if any(s != sets[0] for s in sets):
             return "the stage tools fix different values"
         for key, what in (
@@ -74,30 +74,35 @@ def _hold_n31(c: Contrast) -> Outcome:
             ("in_tool_names", "carried by a tool name"),
             ("uncarried", "missing from a reference call"),
         ):
-            if v[key]:
-                return f"{', '.join(v[key])}: {what}"
+            if value[key]:
+                return f"{', '.join(value[key])}: {what}"
         return None
 
-    return each(c, "N31", test, "level-2 stated values on each stage call")
+    return each(contrast, "N31", test, "level-2 stated values on each stage call")
 
 
-def _measure_n33(x: BundleFacts) -> dict[str, Any]:
+def _measure_n33(facts: BundleFacts) -> dict[str, Any]:
     stage_calls = 0
-    for c in x.b.reference_calls:
-        bd = x.binding(c.name)
+    for call in facts.bundle.reference_calls:
+        bd = facts.binding(call.name)
         if bd is not None and bd.kind == "stage":
             stage_calls += 1
-    return {"stage_calls": stage_calls, "tools": len(x.names), "block_tokens": x.block_tokens}
+    return {
+        "stage_calls": stage_calls,
+        "tools": len(facts.names),
+        "block_tokens": facts.block_tokens,
+    }
 
 
-def _hold_n33(c: Contrast) -> Outcome:
+def _hold_n33(contrast: Contrast) -> Outcome:
     out = each(
-        c,
+        contrast,
         "N33",
-        lambda a: (
+        lambda arm: (
             None
-            if (a.v("N33")["stage_calls"], a.v("N33")["tools"]) == (SHAPE_STAGE_CALLS, SHAPE_TOOLS)
-            else f"{a.v('N33')['stage_calls']} stage calls and {a.v('N33')['tools']} tools, not "
+            if (arm.value("N33")["stage_calls"], arm.value("N33")["tools"])
+            == (SHAPE_STAGE_CALLS, SHAPE_TOOLS)
+            else f"{arm.value('N33')['stage_calls']} stage calls and {arm.value('N33')['tools']} tools, not "
             f"{SHAPE_STAGE_CALLS} and {SHAPE_TOOLS}"
         ),
         f"{SHAPE_STAGE_CALLS} stage calls, {SHAPE_TOOLS} tools; block tokens reported",
@@ -106,47 +111,47 @@ def _hold_n33(c: Contrast) -> Outcome:
     return out
 
 
-def _measure_n35(x: BundleFacts) -> dict[str, Any]:
+def _measure_n35(facts: BundleFacts) -> dict[str, Any]:
     reads = [
         n
-        for n in views.required_tools(x.b)
-        if (bd := x.binding(n)) is not None and bd.kind == "read"
+        for n in views.required_tools(facts.bundle)
+        if (bd := facts.binding(n)) is not None and bd.kind == "read"
     ]
     parts: list[tuple[int, int, str, str]] = []
-    for n in reads:
-        bd = x.binding(n)
+    for name in reads:
+        bd = facts.binding(name)
         if bd is None or bd.part is None:
             continue
-        m = _PART.match(bd.part_status)
-        i, of = (int(m[1]), int(m[2])) if m else (0, 0)
-        parts.append((i, of, n, bd.part))
+        match = _PART.match(bd.part_status)
+        index, of = (int(match[1]), int(match[2])) if match else (0, 0)
+        parts.append((index, of, name, bd.part))
     return {
         "reads": reads,
         "parts": [[n, i, of, p] for i, of, n, p in parts],
         "joined": "".join(p for _, _, _, p in sorted(parts)),
-        "entry_code": views.entry_code(x.b),
+        "entry_code": views.entry_code(facts.bundle),
     }
 
 
-def _hold_n35(c: Contrast) -> Outcome:
-    out = equal(c, "N35", lambda v: v["reads"], "the reads")
+def _hold_n35(contrast: Contrast) -> Outcome:
+    out = equal(contrast, "N35", lambda value: value["reads"], "the reads")
 
-    def test(a: Arm) -> str | None:
-        v = a.v("N35")
-        if len(v["reads"]) != SPREAD_READS:
-            return f"{len(v['reads'])} reads called, not {SPREAD_READS}"
-        if len(v["parts"]) != a.spec.level:
-            return f"{len(v['parts'])} reads answer a part, not {a.spec.level}"
-        indices = sorted(i for _, i, _, _ in v["parts"])
-        if indices != list(range(1, a.spec.level + 1)) or any(
-            of != a.spec.level for _, _, of, _ in v["parts"]
+    def test(arm: Arm) -> str | None:
+        value = arm.value("N35")
+        if len(value["reads"]) != SPREAD_READS:
+            return f"{len(value['reads'])} reads called, not {SPREAD_READS}"
+        if len(value["parts"]) != arm.spec.level:
+            return f"{len(value['parts'])} reads answer a part, not {arm.spec.level}"
+        indices = sorted(i for _, i, _, _ in value["parts"])
+        if indices != list(range(1, arm.spec.level + 1)) or any(
+            of != arm.spec.level for _, _, of, _ in value["parts"]
         ):
-            return f"parts numbered {indices} of {sorted({of for _, _, of, _ in v['parts']})}"
-        if v["joined"] != v["entry_code"]:
-            return f"parts join to {v['joined']!r}, not the entry code {v['entry_code']!r}"
+            return f"parts numbered {indices} of {sorted({of for _, _, of, _ in value['parts']})}"
+        if value["joined"] != value["entry_code"]:
+            return f"parts join to {value['joined']!r}, not the entry code {value['entry_code']!r}"
         return None
 
-    out.problems += each(c, "N35", test, "").problems
+    out.problems += each(contrast, "N35", test, "").problems
     return out
 
 
@@ -157,8 +162,10 @@ ROWS: tuple[PinRow, ...] = (
         mode="refused",
         holds="the stage tools' schemas with the knob's extra fields set aside",
         measure=_measure_n30,
-        figure=lambda v: short(v["stage_schemas"]),
-        hold=lambda c: equal(c, "N30", lambda v: v["stage_schemas"], "stage schemas less extras"),
+        figure=lambda value: short(value["stage_schemas"]),
+        hold=lambda contrast: equal(
+            contrast, "N30", lambda value: value["stage_schemas"], "stage schemas less extras"
+        ),
     ),
     PinRow(
         id="N31",
@@ -167,7 +174,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="each right stage tool fixes the level less two values, the same set on each, "
         "every one stated in the request and in no tool name",
         measure=_measure_n31,
-        figure=lambda v: ",".join(str(len(fv)) for _, fv in v["fixed"]),
+        figure=lambda value: ",".join(str(len(fv)) for _, fv in value["fixed"]),
         hold=_hold_n31,
     ),
     PinRow(
@@ -177,9 +184,9 @@ ROWS: tuple[PinRow, ...] = (
         holds="refuses unless four stage calls and sixteen tools at every width; reports the "
         "block's token count",
         measure=_measure_n33,
-        figure=lambda v: f"{v['stage_calls']} calls/{v['tools']} tools",
+        figure=lambda value: f"{value['stage_calls']} calls/{value['tools']} tools",
         hold=_hold_n33,
-        reported_figure=lambda v: v["block_tokens"],
+        reported_figure=lambda value: value["block_tokens"],
     ),
     PinRow(
         id="N35",
@@ -188,7 +195,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="the same four reads at every level; as many answer a part as the level, and the "
         "parts join in order to the entry code",
         measure=_measure_n35,
-        figure=lambda v: f"{len(v['reads'])}r/{len(v['parts'])}p",
+        figure=lambda value: f"{len(value['reads'])}r/{len(value['parts'])}p",
         hold=_hold_n35,
     ),
 )

@@ -15,14 +15,14 @@ from poisson_tasks.pins.row import PinRow
 from poisson_tasks.transcript import BAND, history_tokens
 
 
-def _measure_n9(x: BundleFacts) -> dict[str, Any]:
+def _measure_n9(facts: BundleFacts) -> dict[str, Any]:
     return {
-        "seeded_tokens": x.seeded_tokens,
-        "transcript_tokens": history_tokens(views.transcript(x.b)),
+        "seeded_tokens": facts.seeded_tokens,
+        "transcript_tokens": history_tokens(views.transcript(facts.bundle)),
     }
 
 
-def depth_band(c: Contrast, control: Arm) -> tuple[int, int]:
+def depth_band(contrast: Contrast, control: Arm) -> tuple[int, int]:
     """N9's band for a depth control dL+hH: the seeded tokens S must satisfy lo < S <= hi.
 
     With T(d) the token count of depth d's reference transcript: hi = T(H) - T(L), so the
@@ -32,50 +32,62 @@ def depth_band(c: Contrast, control: Arm) -> tuple[int, int]:
     low, high = control.spec.level, control.spec.control or control.spec.level
     below = [lv for lv in levels("depth") if control.spec.level < lv < high]
     prev = max(below) if below else low
-    t_low = control.v("N9")["transcript_tokens"]
-    t_prev = c.level_arm(control.spec, prev).measured["N9"]["transcript_tokens"] if below else t_low
-    t_high = c.level_arm(control.spec, high).measured["N9"]["transcript_tokens"]
+    t_low = control.value("N9")["transcript_tokens"]
+    t_prev = (
+        contrast.level_arm(control.spec, prev).measured["N9"]["transcript_tokens"]
+        if below
+        else t_low
+    )
+    t_high = contrast.level_arm(control.spec, high).measured["N9"]["transcript_tokens"]
     return t_prev - t_low, t_high - t_low
 
 
-def _hold_n9(c: Contrast) -> Outcome:
+def _hold_n9(contrast: Contrast) -> Outcome:
     out = Outcome(detail="")
     bands = []
-    for a in c.controls:
-        lo, hi = depth_band(c, a)
-        s = a.v("N9")["seeded_tokens"]
-        bands.append(f"{a.id} {lo}<{s}<={hi}")
-        if not lo < s <= hi:
-            out.problems.append(([a.id], f"seeded {s} tokens, outside the band ({lo}, {hi}]"))
+    for arm in contrast.controls:
+        lo, hi = depth_band(contrast, arm)
+        seeded = arm.value("N9")["seeded_tokens"]
+        bands.append(f"{arm.id} {lo}<{seeded}<={hi}")
+        if not lo < seeded <= hi:
+            out.problems.append(
+                ([arm.id], f"seeded {seeded} tokens, outside the band ({lo}, {hi}]")
+            )
     out.detail = "; ".join(bands)
     return out
 
 
-def _hold_n23(c: Contrast) -> Outcome:
+def _hold_n23(contrast: Contrast) -> Outcome:
     return each(
-        c,
+        contrast,
         "N23",
-        lambda a: (
+        lambda arm: (
             None
-            if within(a.v("N23")["seeded_tokens"], a.spec.level)
-            else f"seeded {a.v('N23')['seeded_tokens']} tokens, not {a.spec.level} within {BAND}"
+            if within(arm.value("N23")["seeded_tokens"], arm.spec.level)
+            else f"seeded {arm.value('N23')['seeded_tokens']} tokens, not {arm.spec.level} within {BAND}"
         ),
         f"seeded tokens = level within {BAND}",
     )
 
 
-def _measure_n24(x: BundleFacts) -> dict[str, Any]:
-    calls = views.seeded_calls(x.b)
+def _measure_n24(facts: BundleFacts) -> dict[str, Any]:
+    calls = views.seeded_calls(facts.bundle)
     offenders: list[str] = []
     if not calls:
         return {"seeded_calls": 0, "offenders": offenders}
-    e = x.b.engine  # rebuilt, so the engine's lookup reads these bindings (see views.bindings)
+    engine = (
+        facts.bundle.engine
+    )  # rebuilt, so the engine's lookup reads these bindings (see views.bindings)
     config = EngineConfig(
-        key=e.key, rows=e.rows, bindings=e.bindings, faults=e.faults, start_seq=e.start_seq
+        key=engine.key,
+        rows=engine.rows,
+        bindings=engine.bindings,
+        faults=engine.faults,
+        start_seq=engine.start_seq,
     )
     start = initial_state(config)
     for _cid, name, args, answer in calls:
-        bd = x.binding(name)
+        bd = facts.binding(name)
         if bd is None or bd.kind != "read":
             offenders.append(f"{name}: not a read tool of the block")
             continue
@@ -89,19 +101,19 @@ def _measure_n24(x: BundleFacts) -> dict[str, Any]:
     return {"seeded_calls": len(calls), "offenders": offenders}
 
 
-def _measure_n25(x: BundleFacts) -> dict[str, Any]:
+def _measure_n25(facts: BundleFacts) -> dict[str, Any]:
     return {
-        "faults": [[f.tool, f.count] for f in x.b.engine.faults],
-        "right_tools": x.right[:2],
+        "faults": [[f.tool, f.count] for f in facts.bundle.engine.faults],
+        "right_tools": facts.right[:2],
     }
 
 
-def _hold_n25(c: Contrast) -> Outcome:
-    def test(a: Arm) -> str | None:
-        v = a.v("N25")
-        level, right = a.spec.level, v["right_tools"]
+def _hold_n25(contrast: Contrast) -> Outcome:
+    def test(arm: Arm) -> str | None:
+        value = arm.value("N25")
+        level, right = arm.spec.level, value["right_tools"]
         planned: dict[str, int] = {}
-        for tool, count in v["faults"]:
+        for tool, count in value["faults"]:
             planned[tool] = planned.get(tool, 0) + count
         planned = {t: n for t, n in planned.items() if n > 0}
         want = dict(zip(right, ((level + 1) // 2, level // 2), strict=False))
@@ -110,35 +122,37 @@ def _hold_n25(c: Contrast) -> Outcome:
             return f"planned {planned or 'none'}, the level wants {want or 'none'}"
         return None
 
-    return each(c, "N25", test, "faults split over the right tools, first takes the odd one")
+    return each(contrast, "N25", test, "faults split over the right tools, first takes the odd one")
 
 
-def _measure_n26(x: BundleFacts) -> dict[str, Any]:
+def _measure_n26(facts: BundleFacts) -> dict[str, Any]:
     return {
-        "seeded_tokens": x.seeded_tokens,
-        "failed_call_tokens": history_tokens(views.failed_transcript(x.b)),
+        "seeded_tokens": facts.seeded_tokens,
+        "failed_call_tokens": history_tokens(views.failed_transcript(facts.bundle)),
     }
 
 
-def _hold_n26(c: Contrast) -> Outcome:
+def _hold_n26(contrast: Contrast) -> Outcome:
     """fL+len(fH) seeds what fH's failed calls add over fL's, within two tokens."""
     out = Outcome()
     notes = []
-    for a in c.controls:
-        s = a.v("N26")["seeded_tokens"]
-        higher = c.level_arm(a.spec, a.spec.control or 0).measured["N26"]["failed_call_tokens"]
+    for arm in contrast.controls:
+        seeded = arm.value("N26")["seeded_tokens"]
+        higher = contrast.level_arm(arm.spec, arm.spec.control or 0).measured["N26"][
+            "failed_call_tokens"
+        ]
         own = (
-            c.level_arm(a.spec, a.spec.level).measured["N26"]["failed_call_tokens"]
-            if a.spec.level
+            contrast.level_arm(arm.spec, arm.spec.level).measured["N26"]["failed_call_tokens"]
+            if arm.spec.level
             else 0
         )
         want = higher - own
-        notes.append(f"{a.id} {s} vs {want}")
-        if not within(s, want):
+        notes.append(f"{arm.id} {seeded} vs {want}")
+        if not within(seeded, want):
             out.problems.append(
                 (
-                    [a.id],
-                    f"seeded {s} tokens; the higher arm's failed calls "
+                    [arm.id],
+                    f"seeded {seeded} tokens; the higher arm's failed calls "
                     f"add {want}, more than {BAND} apart",
                 )
             )
@@ -153,7 +167,7 @@ ROWS: tuple[PinRow, ...] = (
         mode="refused",
         holds="a depth control's seeded history sits in its token band over the contrast",
         measure=_measure_n9,
-        figure=lambda v: v["seeded_tokens"],
+        figure=lambda value: value["seeded_tokens"],
         hold=_hold_n9,
     ),
     PinRow(
@@ -161,8 +175,8 @@ ROWS: tuple[PinRow, ...] = (
         who=("history",),
         mode="refused",
         holds="the seeded history's tokens are the level, within two",
-        measure=lambda x: {"seeded_tokens": x.seeded_tokens},
-        figure=lambda v: v["seeded_tokens"],
+        measure=lambda facts: {"seeded_tokens": facts.seeded_tokens},
+        figure=lambda value: value["seeded_tokens"],
         hold=_hold_n23,
     ),
     PinRow(
@@ -171,11 +185,11 @@ ROWS: tuple[PinRow, ...] = (
         mode="refused",
         holds="every seeded call is a read tool of the block and carries the engine's ok answer",
         measure=_measure_n24,
-        figure=lambda v: v["seeded_calls"],
-        hold=lambda c: each(
-            c,
+        figure=lambda value: value["seeded_calls"],
+        hold=lambda contrast: each(
+            contrast,
             "N24",
-            lambda a: "; ".join(a.v("N24")["offenders"]) or None,
+            lambda arm: "; ".join(arm.value("N24")["offenders"]) or None,
             "seeded calls are reads answered ok",
         ),
     ),
@@ -186,7 +200,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="the planned unavailable answers number the level, on the right tools only, "
         "the first taking the odd one",
         measure=_measure_n25,
-        figure=lambda v: "+".join(str(c) for _, c in v["faults"]) or "0",
+        figure=lambda value: "+".join(str(count) for _, count in value["faults"]) or "0",
         hold=_hold_n25,
     ),
     PinRow(
@@ -196,7 +210,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="the control's seeded tokens are what the higher arm's failed calls add over its "
         "own level's, within two",
         measure=_measure_n26,
-        figure=lambda v: v["seeded_tokens"],
+        figure=lambda value: value["seeded_tokens"],
         hold=_hold_n26,
     ),
 )

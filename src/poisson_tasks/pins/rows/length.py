@@ -7,17 +7,17 @@ from poisson_tasks.pins.row import PinRow
 from poisson_tasks.transcript import BAND
 
 
-def _request_match(c: Contrast, row: str) -> Outcome:
+def _request_match(contrast: Contrast, row: str) -> Outcome:
     out = Outcome()
     notes = []
-    for a in c.controls:
-        own = a.v(row)["request_tokens"]
-        want = c.level_arm(a.spec, a.spec.control or 0).measured[row]["request_tokens"]
-        notes.append(f"{a.id} {own} vs {want}")
+    for arm in contrast.controls:
+        own = arm.value(row)["request_tokens"]
+        want = contrast.level_arm(arm.spec, arm.spec.control or 0).measured[row]["request_tokens"]
+        notes.append(f"{arm.id} {own} vs {want}")
         if not within(own, want):
             out.problems.append(
                 (
-                    [a.id],
+                    [arm.id],
                     f"request {own} tokens; the higher arm's is {want}, more than {BAND} apart",
                 )
             )
@@ -31,17 +31,17 @@ ROWS: tuple[PinRow, ...] = (
         who=("arguments control",),
         mode="refused",
         holds="the control's request is the higher arm's length, within two tokens",
-        measure=lambda x: {"request_tokens": x.request_tokens},
-        figure=lambda v: v["request_tokens"],
-        hold=lambda c: _request_match(c, "N32"),
+        measure=lambda facts: {"request_tokens": facts.request_tokens},
+        figure=lambda value: value["request_tokens"],
+        hold=lambda contrast: _request_match(contrast, "N32"),
     ),
     PinRow(
         id="N34",
         who=("shape control",),
         mode="refused",
         holds="the control's request is the widest arm's length, within two tokens",
-        measure=lambda x: {"request_tokens": x.request_tokens},
-        figure=lambda v: v["request_tokens"],
-        hold=lambda c: _request_match(c, "N34"),
+        measure=lambda facts: {"request_tokens": facts.request_tokens},
+        figure=lambda value: value["request_tokens"],
+        hold=lambda contrast: _request_match(contrast, "N34"),
     ),
 )

@@ -15,12 +15,12 @@ LOOKALIKE_TOOLS = 12
 LOOKALIKE_LEDGERS = 6
 
 
-def _lookalike_ledgers(x: BundleFacts) -> tuple[int, list[str]]:
+def _lookalike_ledgers(facts: BundleFacts) -> tuple[int, list[str]]:
     """(lookalike stage tools, their distinct ledgers in block order): same class, other ledger."""
-    goal, cls = views.goal_ledger(x.b), views.goal_class(x.b)
+    goal, cls = views.goal_ledger(facts.bundle), views.goal_class(facts.bundle)
     tools, ledgers = 0, []
-    for n in x.names:
-        bd = x.binding(n)
+    for name in facts.names:
+        bd = facts.binding(name)
         if bd is None or bd.kind != "stage" or bd.ledger == goal:
             continue
         if bd.ledger.split("-")[0] == cls:
@@ -34,48 +34,57 @@ def _number(ledger: str) -> str:
     return ledger.split("-", 1)[1] if "-" in ledger else ""
 
 
-def _hold_n19(c: Contrast) -> Outcome:
+def _hold_n19(contrast: Contrast) -> Outcome:
     return each(
-        c,
+        contrast,
         "N19",
-        lambda a: (
+        lambda arm: (
             None
-            if a.v("N19")["lookalike_tools"] == LOOKALIKE_TOOLS
-            else f"{a.v('N19')['lookalike_tools']} lookalike tools, not {LOOKALIKE_TOOLS}"
+            if arm.value("N19")["lookalike_tools"] == LOOKALIKE_TOOLS
+            else f"{arm.value('N19')['lookalike_tools']} lookalike tools, not {LOOKALIKE_TOOLS}"
         ),
         f"{LOOKALIKE_TOOLS} lookalike tools",
     )
 
 
-def _measure_n21(x: BundleFacts) -> dict[str, Any]:
-    target = _number(views.goal_ledger(x.b))
-    _, ledgers = _lookalike_ledgers(x)
+def _measure_n21(facts: BundleFacts) -> dict[str, Any]:
+    target = _number(views.goal_ledger(facts.bundle))
+    _, ledgers = _lookalike_ledgers(facts)
     looks = [_number(led) for led in ledgers]
     return {
         "target": target,
-        "lookalikes": [[n, sum(a == b for a, b in zip(n, target, strict=False))] for n in looks],
+        "lookalikes": [
+            [n, sum(mine == theirs for mine, theirs in zip(n, target, strict=False))] for n in looks
+        ],
     }
 
 
-def _hold_n21(c: Contrast) -> Outcome:
-    def test(a: Arm) -> str | None:
-        v = a.v("N21")
-        target, looks = v["target"], v["lookalikes"]
+def _hold_n21(contrast: Contrast) -> Outcome:
+    def test(arm: Arm) -> str | None:
+        value = arm.value("N21")
+        target, looks = value["target"], value["lookalikes"]
         numbers = [n for n, _ in looks]
         if len(looks) != LOOKALIKE_LEDGERS or len(set(numbers)) != LOOKALIKE_LEDGERS:
             return f"{len(set(numbers))} distinct lookalike ledgers, not {LOOKALIKE_LEDGERS}"
-        for n, shared in looks:
-            if len(n) != len(target) or not n.isdigit() or n.startswith("0") or n == target:
-                return f"lookalike number {n!r} is not a four-digit number apart from {target}"
-            if shared != a.spec.level:
-                return f"lookalike {n} shares {shared} digits with {target}, not {a.spec.level}"
+        for name, shared in looks:
+            if (
+                len(name) != len(target)
+                or not name.isdigit()
+                or name.startswith("0")
+                or name == target
+            ):
+                return f"lookalike number {name!r} is not a four-digit number apart from {target}"
+            if shared != arm.spec.level:
+                return (
+                    f"lookalike {name} shares {shared} digits with {target}, not {arm.spec.level}"
+                )
         return None
 
-    return each(c, "N21", test, "six lookalikes, each sharing the level's digits")
+    return each(contrast, "N21", test, "six lookalikes, each sharing the level's digits")
 
 
-def _measure_n22(x: BundleFacts) -> dict[str, Any]:
-    return {"names": x.right[:2], "schemas": digest([x.schema(n) for n in x.right[:2]])}
+def _measure_n22(facts: BundleFacts) -> dict[str, Any]:
+    return {"names": facts.right[:2], "schemas": digest([facts.schema(n) for n in facts.right[:2]])}
 
 
 ROWS: tuple[PinRow, ...] = (
@@ -84,8 +93,8 @@ ROWS: tuple[PinRow, ...] = (
         who=("similarity",),
         mode="refused",
         holds="twelve lookalike stage tools in the block",
-        measure=lambda x: {"lookalike_tools": _lookalike_ledgers(x)[0]},
-        figure=lambda v: v["lookalike_tools"],
+        measure=lambda facts: {"lookalike_tools": _lookalike_ledgers(facts)[0]},
+        figure=lambda value: value["lookalike_tools"],
         hold=_hold_n19,
     ),
     PinRow(
@@ -93,9 +102,11 @@ ROWS: tuple[PinRow, ...] = (
         who=("similarity",),
         mode="refused",
         holds="the block's token count",
-        measure=lambda x: {"block_tokens": x.block_tokens},
-        figure=lambda v: v["block_tokens"],
-        hold=lambda c: equal(c, "N20", lambda v: v["block_tokens"], "block tokens"),
+        measure=lambda facts: {"block_tokens": facts.block_tokens},
+        figure=lambda value: value["block_tokens"],
+        hold=lambda contrast: equal(
+            contrast, "N20", lambda value: value["block_tokens"], "block tokens"
+        ),
     ),
     PinRow(
         id="N21",
@@ -104,7 +115,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="six distinct lookalike numbers, each sharing exactly the level's digits in place "
         "with the target's, none starting with 0",
         measure=_measure_n21,
-        figure=lambda v: ",".join(str(s) for _, s in v["lookalikes"]) or "none",
+        figure=lambda value: ",".join(str(s) for _, s in value["lookalikes"]) or "none",
         hold=_hold_n21,
     ),
     PinRow(
@@ -113,7 +124,7 @@ ROWS: tuple[PinRow, ...] = (
         mode="refused",
         holds="the two right tools' names, descriptions and parameters",
         measure=_measure_n22,
-        figure=lambda v: short(v["schemas"]),
-        hold=lambda c: equal(c, "N22", lambda v: v, "right tools' schemas"),
+        figure=lambda value: short(value["schemas"]),
+        hold=lambda contrast: equal(contrast, "N22", lambda value: value, "right tools' schemas"),
     ),
 )

@@ -15,35 +15,37 @@ from poisson_tasks.pins.row import PinRow
 _FILLER_KNOBS = ("distractor", "block")
 
 
-def _measure_n3(x: BundleFacts) -> dict[str, Any]:
-    fill = x.b.system_filler
+def _measure_n3(facts: BundleFacts) -> dict[str, Any]:
+    fill = facts.bundle.system_filler
     return {
-        "base": digest(x.system_base),
+        "base": digest(facts.system_base),
         "filler": bool(fill),
-        "filler_at_end": not fill or x.system_base != x.b.system_prompt,
-        "filler_tokens": x.filler_tokens,
+        "filler_at_end": not fill or facts.system_base != facts.bundle.system_prompt,
+        "filler_tokens": facts.filler_tokens,
     }
 
 
-def _hold_n3(c: Contrast) -> Outcome:
-    out = equal(c, "N3", lambda v: v["base"], "system prompt less filler")
+def _hold_n3(contrast: Contrast) -> Outcome:
+    out = equal(contrast, "N3", lambda value: value["base"], "system prompt less filler")
 
-    def filler_ok(a: Arm) -> str | None:
-        v = a.v("N3")
-        if not v["filler"]:
+    def filler_ok(arm: Arm) -> str | None:
+        value = arm.value("N3")
+        if not value["filler"]:
             return None
-        if a.spec.control is None or a.spec.knob not in _FILLER_KNOBS:
+        if arm.spec.control is None or arm.spec.knob not in _FILLER_KNOBS:
             return "carries a filler; only a distractor or block control may"
-        return None if v["filler_at_end"] else "its filler is not at the end of the system prompt"
+        return (
+            None if value["filler_at_end"] else "its filler is not at the end of the system prompt"
+        )
 
-    out.problems += each(c, "N3", filler_ok, "").problems
+    out.problems += each(contrast, "N3", filler_ok, "").problems
     return out
 
 
-def _measure_n6(x: BundleFacts) -> dict[str, Any]:
-    parts = x.b.prompt_parts
+def _measure_n6(facts: BundleFacts) -> dict[str, Any]:
+    parts = facts.bundle.prompt_parts
     try:
-        renders = parts.template.format(**parts.slots) == x.instruction
+        renders = parts.template.format(**parts.slots) == facts.instruction
     except (KeyError, IndexError, ValueError):
         renders = False
     return {
@@ -56,25 +58,25 @@ def _measure_n6(x: BundleFacts) -> dict[str, Any]:
     }
 
 
-def _hold_n6(c: Contrast) -> Outcome:
+def _hold_n6(contrast: Contrast) -> Outcome:
     out = equal(
-        c,
+        contrast,
         "N6",
-        lambda v: (v["template"], v["knob_slots"], v["slot_tokens"]),
+        lambda value: (value["template"], value["knob_slots"], value["slot_tokens"]),
         "template, knob slots and slot tokens",
     )
     out.problems += each(
-        c,
+        contrast,
         "N6",
-        lambda a: None if a.v("N6")["renders"] else "the prompt is not its template filled",
+        lambda arm: None if arm.value("N6")["renders"] else "the prompt is not its template filled",
         "",
     ).problems
     return out
 
 
-def _measure_n7(x: BundleFacts) -> dict[str, Any]:
-    names = "\n".join(x.names).lower()  # a word never holds "\n", so no match spans two names
-    hits = [w for w in views.words(x.instruction) if w in names]
+def _measure_n7(facts: BundleFacts) -> dict[str, Any]:
+    names = "\n".join(facts.names).lower()  # a word never holds "\n", so no match spans two names
+    hits = [w for w in views.words(facts.instruction) if w in names]
     return {"words": sorted(hits), "count": len(hits)}
 
 
@@ -85,7 +87,9 @@ ROWS: tuple[PinRow, ...] = (
         mode="refused",
         holds="the system prompt; only a distractor or block control may append its filler",
         measure=_measure_n3,
-        figure=lambda v: short(v["base"]) + (f"+{v['filler_tokens']}" if v["filler"] else ""),
+        figure=lambda value: (
+            short(value["base"]) + (f"+{value['filler_tokens']}" if value["filler"] else "")
+        ),
         hold=_hold_n3,
     ),
     PinRow(
@@ -96,7 +100,7 @@ ROWS: tuple[PinRow, ...] = (
         note="the knob's own slots are left out: depth's goal, arguments' values, shape's goal "
         "lines",
         measure=_measure_n6,
-        figure=lambda v: f"{short(v['template'])}/{sum(v['slot_tokens'].values())}",
+        figure=lambda value: f"{short(value['template'])}/{sum(value['slot_tokens'].values())}",
         hold=_hold_n6,
     ),
     PinRow(
@@ -106,7 +110,9 @@ ROWS: tuple[PinRow, ...] = (
         report_only_for=("shape",),
         holds="how many instruction words (4+ characters) occur inside some tool name",
         measure=_measure_n7,
-        figure=lambda v: v["count"],
-        hold=lambda c: equal(c, "N7", lambda v: v["count"], "instruction words in tool names"),
+        figure=lambda value: value["count"],
+        hold=lambda contrast: equal(
+            contrast, "N7", lambda value: value["count"], "instruction words in tool names"
+        ),
     ),
 )

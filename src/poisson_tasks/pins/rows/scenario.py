@@ -12,62 +12,72 @@ from poisson_tasks.pins.holding import Contrast, Outcome, each, equal, short
 from poisson_tasks.pins.row import PinRow
 
 
-def _measure_n1(x: BundleFacts) -> dict[str, Any]:
-    b = x.b
+def _measure_n1(facts: BundleFacts) -> dict[str, Any]:
+    bundle = facts.bundle
     return {
-        "split": b.split,
-        "seed": b.seed,
-        "key": b.engine.key,
-        "class": views.goal_class(b),
-        "record_id": b.goal[0].record_id if b.goal else "",
-        "entry_code": views.entry_code(b),
+        "split": bundle.split,
+        "seed": bundle.seed,
+        "key": bundle.engine.key,
+        "class": views.goal_class(bundle),
+        "record_id": bundle.goal[0].record_id if bundle.goal else "",
+        "entry_code": views.entry_code(bundle),
     }
 
 
-def _measure_n2(x: BundleFacts) -> dict[str, Any]:
-    required = [[n, x.names.index(n)] for n in views.required_tools(x.b) if n in x.names]
-    return {"slots": required, "block": list(x.names)}
+def _measure_n2(facts: BundleFacts) -> dict[str, Any]:
+    required = [
+        [n, facts.names.index(n)] for n in views.required_tools(facts.bundle) if n in facts.names
+    ]
+    return {"slots": required, "block": list(facts.names)}
 
 
-def _hold_n2(c: Contrast) -> Outcome:
+def _hold_n2(contrast: Contrast) -> Outcome:
     """Each tool some arm's reference calls sits in one slot in every block that holds it."""
     required: list[str] = []
-    for a in c.arms:
-        required += [n for n, _ in a.v("N2")["slots"] if n not in required]
+    for arm in contrast.arms:
+        required += [n for n, _ in arm.value("N2")["slots"] if n not in required]
     out = Outcome(detail=f"{len(required)} required tools, one slot each")
     for name in required:
-        where = {a.id: a.v("N2")["block"].index(name) for a in c.arms if name in a.v("N2")["block"]}
+        where = {
+            a.id: a.value("N2")["block"].index(name)
+            for a in contrast.arms
+            if name in a.value("N2")["block"]
+        }
         if len(set(where.values())) > 1:
             slots = sorted(set(where.values()))
             out.problems.append((list(where), f"{name} sits in slots {slots}"))
     return out
 
 
-def _measure_n8(x: BundleFacts) -> dict[str, Any]:
-    lines = list(x.b.reference_observations)
-    lines += [m.get("content") or "" for m in views.seeded_history(x.b) if m.get("role") == "tool"]
+def _measure_n8(facts: BundleFacts) -> dict[str, Any]:
+    lines = list(facts.bundle.reference_observations)
+    lines += [
+        m.get("content") or ""
+        for m in views.seeded_history(facts.bundle)
+        if m.get("role") == "tool"
+    ]
     return {"sizes": sorted({len(str(line).encode()) for line in lines}), "lines": len(lines)}
 
 
-def _hold_n8(c: Contrast) -> Outcome:
+def _hold_n8(contrast: Contrast) -> Outcome:
     return each(
-        c,
+        contrast,
         "N8",
-        lambda a: (
+        lambda arm: (
             None
-            if a.v("N8")["sizes"] == [LINE_BYTES]
-            else f"observation sizes {a.v('N8')['sizes']}, not {LINE_BYTES} bytes"
+            if arm.value("N8")["sizes"] == [LINE_BYTES]
+            else f"observation sizes {arm.value('N8')['sizes']}, not {LINE_BYTES} bytes"
         ),
         f"every answer {LINE_BYTES} bytes",
     )
 
 
-def _measure_n12(x: BundleFacts) -> dict[str, Any]:
-    b = x.b
+def _measure_n12(facts: BundleFacts) -> dict[str, Any]:
+    bundle = facts.bundle
     return {
-        "engine_hash": b.engine_hash,
-        "vocabulary_hash": b.vocabulary_hash,
-        "generator_hash": b.generator_hash,
+        "engine_hash": bundle.engine_hash,
+        "vocabulary_hash": bundle.vocabulary_hash,
+        "generator_hash": bundle.generator_hash,
     }
 
 
@@ -79,8 +89,8 @@ ROWS: tuple[PinRow, ...] = (
         holds="the scenario: split, seed, hidden key, task class, goal record and its entry code",
         note="every seed-drawn value comes from draw_scenario(split, seed) alone",
         measure=_measure_n1,
-        figure=lambda v: f"{v['record_id']}/{short(v['key'])}",
-        hold=lambda c: equal(c, "N1", lambda v: v, "scenario"),
+        figure=lambda value: f"{value['record_id']}/{short(value['key'])}",
+        hold=lambda contrast: equal(contrast, "N1", lambda value: value, "scenario"),
     ),
     PinRow(
         id="N2",
@@ -88,7 +98,7 @@ ROWS: tuple[PinRow, ...] = (
         mode="refused",
         holds="the slot of every tool a reference solution calls, in every block that holds it",
         measure=_measure_n2,
-        figure=lambda v: ",".join(str(s) for _, s in v["slots"]),
+        figure=lambda value: ",".join(str(s) for _, s in value["slots"]),
         hold=_hold_n2,
     ),
     PinRow(
@@ -98,7 +108,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="the observation size: every reference and seeded answer is 52 bytes",
         note="the engine's own tests hold the 52-byte line too",
         measure=_measure_n8,
-        figure=lambda v: ",".join(str(s) for s in v["sizes"]) or "none",
+        figure=lambda value: ",".join(str(s) for s in value["sizes"]) or "none",
         hold=_hold_n8,
     ),
     PinRow(
@@ -107,9 +117,9 @@ ROWS: tuple[PinRow, ...] = (
         mode="refused",
         holds="the verifier's strictness",
         note="a run inherits it from the bundles, so check_pins already holds it across them",
-        measure=lambda x: {"verifier": x.b.verifier},
-        figure=lambda v: v["verifier"],
-        hold=lambda c: equal(c, "N11", lambda v: v, "strictness"),
+        measure=lambda facts: {"verifier": facts.bundle.verifier},
+        figure=lambda value: value["verifier"],
+        hold=lambda contrast: equal(contrast, "N11", lambda value: value, "strictness"),
     ),
     PinRow(
         id="N12",
@@ -118,7 +128,7 @@ ROWS: tuple[PinRow, ...] = (
         holds="the engine, vocabulary and generator hashes",
         note="a run inherits them from the bundles, so check_pins already holds them across them",
         measure=_measure_n12,
-        figure=lambda v: short(v["generator_hash"]),
-        hold=lambda c: equal(c, "N12", lambda v: v, "hashes"),
+        figure=lambda value: short(value["generator_hash"]),
+        hold=lambda contrast: equal(contrast, "N12", lambda value: value, "hashes"),
     ),
 )
