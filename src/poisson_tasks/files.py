@@ -34,8 +34,8 @@ def write_all(fd: int, data: bytes) -> None:
     """os.write until every byte is written (a short write is not an error)."""
     view = memoryview(data)
     while view:
-        n = os.write(fd, view)
-        view = view[n:]
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 def atomic_write(path: Path, data: bytes) -> None:

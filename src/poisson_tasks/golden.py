@@ -36,6 +36,6 @@ def golden_sample() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for arm in golden_arms():
         for seed in GOLDEN_SEEDS:
-            b = pinned_bundle(arm, seed)
-            out[f"{arm}|{seed}"] = {"task_id": b.task_id, "content": content_digest(b)}
+            bundle = pinned_bundle(arm, seed)
+            out[f"{arm}|{seed}"] = {"task_id": bundle.task_id, "content": content_digest(bundle)}
     return out

@@ -30,13 +30,13 @@ def _generator_files() -> tuple[str, ...]:
 
 
 def _hash_files(files: tuple[str, ...], extra: str = "") -> str:
-    h = hashlib.sha256()
+    hasher = hashlib.sha256()
     for rel in files:
-        h.update(rel.encode() + b"\0")
-        h.update((_ROOT / rel).read_bytes())
-        h.update(b"\0")
-    h.update(extra.encode())
-    return h.hexdigest()
+        hasher.update(rel.encode() + b"\0")
+        hasher.update((_ROOT / rel).read_bytes())
+        hasher.update(b"\0")
+    hasher.update(extra.encode())
+    return hasher.hexdigest()
 
 
 @cache

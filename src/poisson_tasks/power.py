@@ -21,8 +21,10 @@ def _z_sum(alpha: float, power: float) -> float:
     """z_{1-alpha/2} + z_{power}: the two-sided test's critical value plus the power quantile."""
     if not 0.0 < alpha < 1.0 or not 0.0 < power < 1.0:
         raise ValueError("alpha and power must be in (0, 1)")
-    z = NormalDist()  # the standard library's inverse normal CDF: no scipy import on the CLI path
-    return z.inv_cdf(1.0 - alpha / 2.0) + z.inv_cdf(power)
+    normal = (
+        NormalDist()
+    )  # the standard library's inverse normal CDF: no scipy import on the CLI path
+    return normal.inv_cdf(1.0 - alpha / 2.0) + normal.inv_cdf(power)
 
 
 def _mdd(n_tasks: int, var_d: float, alpha: float, power: float) -> float:

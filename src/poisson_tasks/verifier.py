@@ -126,9 +126,9 @@ def _verify(
     for turn in turns:
         for call in turn:
             calls += 1
-            c = _malformed_clause(call, config)
-            if c is not None and clause is None:
-                clause = c
+            malformed = _malformed_clause(call, config)
+            if malformed is not None and clause is None:
+                clause = malformed
             state, line = apply(config, state, call.name, call.arguments)
             observations.append(line)
     stages = {(r.ledger, r.record_id): r.stage for r in state.rows}

@@ -22,12 +22,12 @@ DECIMALS = 6
 __all__ = ["DECIMALS", "card_json", "read_card_json", "round_figure", "rounded"]
 
 
-def round_figure(x: float) -> float:
+def round_figure(value: float) -> float:
     """The card's one rounding rule for a float (see the module docstring)."""
-    if not math.isfinite(x):
-        raise ValueError(f"a card holds no NaN or infinity, got {x!r}")
-    r = round(float(x), DECIMALS)
-    return 0.0 if r == 0.0 else r
+    if not math.isfinite(value):
+        raise ValueError(f"a card holds no NaN or infinity, got {value!r}")
+    rounded = round(float(value), DECIMALS)
+    return 0.0 if rounded == 0.0 else rounded
 
 
 def rounded(value: Any) -> Any:

@@ -39,10 +39,10 @@ def read_manifest(directory: Path | None = None) -> list[str]:
             raise ValueError(f"format must be {MANIFEST_FORMAT!r} with a list of cards")
     except (ValueError, KeyError, TypeError) as exc:
         raise PublishedCardError(f"{path} is not a published-card manifest: {exc}") from exc
-    for n in names:
-        if not isinstance(n, str) or not CARD_NAME.match(n):
+    for file_name in names:
+        if not isinstance(file_name, str) or not CARD_NAME.match(file_name):
             raise PublishedCardError(
-                f"{path}: card name {n!r} must be lowercase letters, digits and -"
+                f"{path}: card name {file_name!r} must be lowercase letters, digits and -"
             )
     return list(names)
 
@@ -65,17 +65,17 @@ def published_facts(directory: Path | None = None) -> list[PublishedFacts]:
         folder = base / name
         if not (folder / HEADER).is_file():
             continue
-        p = provenance_from_header(read_header(folder), records_hash="")
+        provenance = provenance_from_header(read_header(folder), records_hash="")
         out.append(
             PublishedFacts(
                 name=name,
-                model=p.model,
-                generator_hash=p.generator_hash,
-                seeds=p.seeds,
-                decoding=p.decoding,
-                strictness=p.strictness,
-                arms=p.arms,
-                attempts=p.attempts,
+                model=provenance.model,
+                generator_hash=provenance.generator_hash,
+                seeds=provenance.seeds,
+                decoding=provenance.decoding,
+                strictness=provenance.strictness,
+                arms=provenance.arms,
+                attempts=provenance.attempts,
             )
         )
     return out

@@ -126,16 +126,16 @@ def episode_lines(folder: Path) -> Iterator[tuple[int, EpisodeLine]]:
 
 def records_sha256(folder: Path) -> str:
     """SHA-256 of the episode lines' bytes as read (uncompressed, complete lines only)."""
-    h = hashlib.sha256()
+    hasher = hashlib.sha256()
     path = _episodes_path(folder)
     if path is not None:
         try:
             with _open(path) as fh:
                 for _, raw in _lines(fh):
-                    h.update(raw)
+                    hasher.update(raw)
         except (OSError, EOFError) as exc:
             raise RunFolderError(f"{path} cannot be read: {exc}") from exc
-    return h.hexdigest()
+    return hasher.hexdigest()
 
 
 class _Plan:

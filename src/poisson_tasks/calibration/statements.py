@@ -33,13 +33,15 @@ DEPTH_NOTE = (
 
 def served_phrase(provenance: Provenance) -> str:
     """How the model was reached, in a few words."""
-    s = provenance.serving
-    if s.kind == "api":
-        return f"through {s.provider}'s API" if s.provider else "through a provider's API"
-    if s.kind == "self-served":
-        stack = " ".join(x for x in (s.stack or s.provider, s.stack_version) if x)
+    serving = provenance.serving
+    if serving.kind == "api":
+        return (
+            f"through {serving.provider}'s API" if serving.provider else "through a provider's API"
+        )
+    if serving.kind == "self-served":
+        stack = " ".join(x for x in (serving.stack or serving.provider, serving.stack_version) if x)
         return f"on an endpoint its user served ({stack or 'stack not reported'})"
-    if s.kind == "reference":
+    if serving.kind == "reference":
         return "by poisson-tasks' own reference endpoint"
     return "from an endpoint whose kind the run did not record"
 
