@@ -62,23 +62,27 @@ class ProbeRun:
 def load_probe(path: str | Path) -> ProbeRegistration:
     """Read a probe registration (UTF-8, at most 1 MiB, the pre-registration's strict YAML
     reader) and validate it (one line per problem)."""
-    p = Path(path)
+    file_path = Path(path)
     try:
-        with p.open("rb") as fh:
+        with file_path.open("rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise PreregistrationError(
-            [f"{p}: cannot be read ({exc.strerror}); check the path"]
+            [f"{file_path}: cannot be read ({exc.strerror}); check the path"]
         ) from None
     if len(data) > MAX_FILE_BYTES:
-        raise PreregistrationError([f"{p}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB)"])
+        raise PreregistrationError([f"{file_path}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB)"])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise PreregistrationError([f"{p}: not UTF-8 text; save the file as UTF-8"]) from None
-    doc = read_yaml(text, str(p))
+        raise PreregistrationError(
+            [f"{file_path}: not UTF-8 text; save the file as UTF-8"]
+        ) from None
+    doc = read_yaml(text, str(file_path))
     if not isinstance(doc, Mapping):
-        raise PreregistrationError([f"{p}: must be a YAML mapping (format, name, models ...)"])
+        raise PreregistrationError(
+            [f"{file_path}: must be a YAML mapping (format, name, models ...)"]
+        )
     return validate_probe(doc)
 
 
@@ -113,9 +117,9 @@ def _dollars(recs: list[EpisodeRecord], rates: Rates | None) -> float:
 
 def _spent(folders: list[Path], rates: Rates | None) -> tuple[int, float]:
     tokens, dollars = 0, 0.0
-    for f in folders:
-        if (f / "run.json").is_file():
-            recs = records_from_run(f)
+    for folder in folders:
+        if (folder / "run.json").is_file():
+            recs = records_from_run(folder)
             tokens += sum(r.tokens or 0 for r in recs)
             dollars += _dollars(recs, rates)
     return tokens, dollars
@@ -124,10 +128,10 @@ def _spent(folders: list[Path], rates: Rates | None) -> tuple[int, float]:
 def _capped(plan: Plan, reg: ProbeRegistration, spent: tuple[int, float]) -> Plan:
     """The plan with the model's cap less what its other folders spent (a resumable section)."""
     doc: dict[str, Any] = plan.preregistration.model_dump(mode="json")
-    b = reg.budget
-    doc["budget"]["tokens"] = max(1, b.tokens - spent[0])
-    if b.dollars is not None:
-        doc["budget"]["dollars"] = max(1e-9, b.dollars - spent[1])
+    budget = reg.budget
+    doc["budget"]["tokens"] = max(1, budget.tokens - spent[0])
+    if budget.dollars is not None:
+        doc["budget"]["dollars"] = max(1e-9, budget.dollars - spent[1])
     return validate_preregistration(doc, source=plan.source)
 
 

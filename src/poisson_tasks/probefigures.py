@@ -16,8 +16,8 @@ ProbeVerdict = Literal["bites", "does not bite", "top easier", "cannot tell"]
 PROBE_MODELS: tuple[str, ...] = ("gpt-5-nano", "Qwen3-8B")
 
 
-def _signed(x: float) -> str:
-    return f"{x:.3f}".replace("-", "\u2212")
+def _signed(delta: float) -> str:
+    return f"{delta:.3f}".replace("-", "\u2212")
 
 
 class ProbeFigure(BaseModel):
@@ -81,9 +81,9 @@ class KnobStatusRow(BaseModel):
     cells: tuple[ProbeCell, ...]
 
     def cell(self, model: str) -> ProbeCell:
-        for c in self.cells:
-            if c.model == model:
-                return c
+        for cell in self.cells:
+            if cell.model == model:
+                return cell
         raise KeyError(f"the probe has no {model!r} cell; models: {', '.join(PROBE_MODELS)}")
 
 
@@ -123,9 +123,9 @@ class KnobStatus(BaseModel):
 
     def row(self, knob: str) -> KnobStatusRow | None:
         """The knob's row, or None for a knob the probe did not measure (depth, distractor)."""
-        for r in self.rows:
-            if r.knob == knob:
-                return r
+        for row in self.rows:
+            if row.knob == knob:
+                return row
         return None
 
 

@@ -43,13 +43,13 @@ def _group(
 ) -> dict[str, list[EpisodeRecord]]:
     plan, seeds = set(provenance.arms), set(provenance.seeds)
     groups: dict[str, list[EpisodeRecord]] = {a: [] for a in provenance.arms}
-    for r in records:
-        if r.arm_id not in plan or r.seed not in seeds:
+    for record in records:
+        if record.arm_id not in plan or record.seed not in seeds:
             raise RunFolderError(
-                f"record {r.arm_id} seed {r.seed} is outside the provenance's plan; build the "
+                f"record {record.arm_id} seed {record.seed} is outside the provenance's plan; build the "
                 "card from the records and provenance of the same run folder"
             )
-        groups[r.arm_id].append(r)
+        groups[record.arm_id].append(record)
     return groups
 
 
@@ -78,11 +78,11 @@ def _knob_tables(
     cells: Sequence[Cell], counts: dict[str, CellCounts], th: Thresholds
 ) -> list[KnobTable]:
     by_knob: dict[str, list[Cell]] = defaultdict(list)
-    for c in cells:
-        if not c.control:
-            by_knob[c.knob].append(c)
+    for cell in cells:
+        if not cell.control:
+            by_knob[cell.knob].append(cell)
     return [
-        knob_table(k, sorted(by_knob[k], key=lambda c: (c.level, c.arm_id)), counts, th)
+        knob_table(k, sorted(by_knob[k], key=lambda cell: (cell.level, cell.arm_id)), counts, th)
         for k in KNOBS
         if k in by_knob
     ]
@@ -146,17 +146,17 @@ def serving_observed(
     fingerprints: Counter[str] = Counter()
     overflows: Counter[str] = Counter()
     responses = without = estimated = total = 0
-    for r in records:
-        responses += len(r.system_fingerprints)
-        for fp in r.system_fingerprints:
+    for record in records:
+        responses += len(record.system_fingerprints)
+        for fp in record.system_fingerprints:
             if fp:
                 fingerprints[fp] += 1
             else:
                 without += 1
-        estimated += r.estimated_tokens or 0
-        total += r.tokens or 0
-        if r.context_overflow:
-            overflows[r.arm_id] += 1
+        estimated += record.estimated_tokens or 0
+        total += record.tokens or 0
+        if record.context_overflow:
+            overflows[record.arm_id] += 1
     return ServingObserved(
         responses=responses,
         system_fingerprints=dict(sorted(fingerprints.items())) if fingerprints else None,

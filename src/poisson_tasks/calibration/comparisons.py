@@ -68,10 +68,16 @@ def compare_adjacent(
     blocked = _left_out_reason(lower, upper)
     if blocked is not None:
         return _left_out(rate, lower, upper, blocked)
-    a, b = counts[lower.arm_id], counts[upper.arm_id]
-    a_succ, b_succ = (a.strict, b.strict) if rate == "strict" else (a.leaky, b.leaky)
+    lower_counts, upper_counts = counts[lower.arm_id], counts[upper.arm_id]
+    a_succ, b_succ = (
+        (lower_counts.strict, upper_counts.strict)
+        if rate == "strict"
+        else (lower_counts.leaky, upper_counts.leaky)
+    )
     try:
-        result = paired_interval(a_succ, a.attempts, b_succ, b.attempts, thresholds.confidence)
+        result = paired_interval(
+            a_succ, lower_counts.attempts, b_succ, upper_counts.attempts, thresholds.confidence
+        )
     except ValueError:
         return _left_out(
             rate, lower, upper, "fewer than two seeds have scored attempts at both levels"

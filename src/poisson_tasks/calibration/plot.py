@@ -20,13 +20,13 @@ __all__ = ["write_plots"]
 
 def _points(figs: list[RateFigure | None]) -> tuple[list[int], list[float], list[list[float]]]:
     xs, ys, err_low, err_high = [], [], [], []
-    for i, f in enumerate(figs):
-        if f is None:
+    for index, fig in enumerate(figs):
+        if fig is None:
             continue
-        xs.append(i)
-        ys.append(f.pass_at_1)
-        err_low.append(f.pass_at_1 - f.low)
-        err_high.append(f.high - f.pass_at_1)
+        xs.append(index)
+        ys.append(fig.pass_at_1)
+        err_low.append(fig.pass_at_1 - fig.low)
+        err_high.append(fig.high - fig.pass_at_1)
     return xs, ys, [err_low, err_high]
 
 

@@ -74,12 +74,12 @@ class PoissonTask(vf.Task[PoissonTaskData]):
 
     @vf.metric
     async def episode(self, trace: vf.Trace) -> dict[str, float]:
-        v = _verdict(trace)
-        outcome = v.get("outcome")
+        verdict = _verdict(trace)
+        outcome = verdict.get("outcome")
         return {
-            "leaky_pass": 1.0 if v.get("leaky_pass") else 0.0,
-            "model_calls": float(v.get("model_calls", 0)),
-            "tool_calls": float(v.get("tool_calls", 0)),
+            "leaky_pass": 1.0 if verdict.get("leaky_pass") else 0.0,
+            "model_calls": float(verdict.get("model_calls", 0)),
+            "tool_calls": float(verdict.get("tool_calls", 0)),
             "outcome": float(OUTCOMES.index(outcome)) if outcome in OUTCOMES else -1.0,
         }
 
@@ -134,9 +134,9 @@ def vf_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A seeded history in verifiers' message form: an assistant's tool calls are flat
     ({id, type, name, arguments}); the null harness sends them in the OpenAI wire form again."""
     out = []
-    for m in messages:
-        calls = m.get("tool_calls")
-        if m.get("role") == "assistant" and calls:
+    for message in messages:
+        calls = message.get("tool_calls")
+        if message.get("role") == "assistant" and calls:
             flat = [
                 {
                     "id": c["id"],
@@ -146,8 +146,8 @@ def vf_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
                 for c in calls
             ]
-            m = {**m, "tool_calls": flat}
-        out.append(m)
+            message = {**message, "tool_calls": flat}
+        out.append(message)
     return out
 
 

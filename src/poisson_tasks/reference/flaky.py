@@ -21,15 +21,15 @@ _REMEMBERED = 100_000  # bodies whose attempt count is kept; the oldest is forgo
 
 def flaky_fault(body_digest: str, attempt: int, spec: PolicySpec) -> Fault | None:
     """The fault (or None) of attempt `attempt` (0 first) of the body with this digest."""
-    u = draw("flaky", body_digest, attempt)
+    uniform = draw("flaky", body_digest, attempt)
     edge = spec.get("p_500")
-    if u < edge:
+    if uniform < edge:
         return "http_500"
     edge += spec.get("p_429")
-    if u < edge:
+    if uniform < edge:
         return "http_429"
     edge += spec.get("p_slow")
-    if u < edge:
+    if uniform < edge:
         return "slow"
     return None
 
@@ -45,8 +45,8 @@ class AttemptCounter:
     def next(self, body_digest: str) -> int:
         """The attempt number of this arrival of the body (0 on its first)."""
         with self._lock:
-            n = self._seen.pop(body_digest, 0)
-            self._seen[body_digest] = n + 1
+            seen = self._seen.pop(body_digest, 0)
+            self._seen[body_digest] = seen + 1
             if len(self._seen) > self._limit:
                 self._seen.popitem(last=False)
-            return n
+            return seen

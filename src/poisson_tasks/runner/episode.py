@@ -82,14 +82,14 @@ def _sum(values: Sequence[int | float | None]) -> Any:
 def _detail(usage: dict[str, Any] | None, part: str, key: str) -> int | None:
     if usage is None:
         return None
-    d = usage.get(part)
-    v = d.get(key) if isinstance(d, dict) else None
-    return v if isinstance(v, int) else None
+    section = usage.get(part)
+    value = section.get(key) if isinstance(section, dict) else None
+    return value if isinstance(value, int) else None
 
 
 def _field(usage: dict[str, Any] | None, key: str) -> Any:
-    v = usage.get(key) if usage is not None else None
-    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    value = usage.get(key) if usage is not None else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _uncached(usage: dict[str, Any] | None) -> int | None:

@@ -18,9 +18,9 @@ def _eta(seconds: float | None) -> str:
     if seconds is None:
         return "--:--"
     seconds = int(max(0.0, seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+    hours, rem = divmod(seconds, 3600)
+    minutes, secs = divmod(rem, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
 class Progress:
@@ -87,9 +87,9 @@ class Progress:
         """Redraw, at most ten times a second unless forced."""
         if self._live is None:
             return
-        t = time.monotonic()
-        if force or t - self._last_draw >= 0.1:
-            self._last_draw = t
+        now = time.monotonic()
+        if force or now - self._last_draw >= 0.1:
+            self._last_draw = now
             self._live.update(self._render(), refresh=True)
 
     def retry(self, kind: str) -> None:

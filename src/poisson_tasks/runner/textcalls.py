@@ -89,19 +89,19 @@ def strip_reasoning(text: str) -> str:
     kept: list[str] = []
     depth = 0
     pos = 0
-    for m in _THINK_TAG.finditer(text):
-        closing = m.group(1) == "/"
+    for match in _THINK_TAG.finditer(text):
+        closing = match.group(1) == "/"
         if depth == 0:
             if closing:  # a lone close tag: what came before it was reasoning
                 kept.clear()
             else:
-                kept.append(text[pos : m.start()])
+                kept.append(text[pos : match.start()])
                 depth = 1
         elif closing:
             depth -= 1
         else:
             depth += 1
-        pos = m.end()
+        pos = match.end()
     if depth == 0:
         kept.append(text[pos:])
     return "".join(kept)
@@ -130,13 +130,15 @@ def _is_call(obj: Any) -> bool:
 def _json_call(text: str) -> bool:
     start = 0
     for _ in range(_MAX_OBJECTS):
-        i = min((j for j in (text.find("{", start), text.find("[", start)) if j >= 0), default=-1)
-        if i < 0:
+        index = min(
+            (j for j in (text.find("{", start), text.find("[", start)) if j >= 0), default=-1
+        )
+        if index < 0:
             return False
         try:
-            obj, end = _DECODER.raw_decode(text, i)
+            obj, end = _DECODER.raw_decode(text, index)
         except ValueError:
-            start = i + 1
+            start = index + 1
             continue
         if _is_call(obj):
             return True
