@@ -116,7 +116,7 @@ def _calls(line: EpisodeLine) -> list[list[tuple[str, Any, Any]]]:
 
 
 def _final_ledger(line: EpisodeLine) -> list[Any]:
-    bundle = generate(line.arm_id, line.seed, pins=False)
+    bundle = generate(line.arm_id, line.seed)
     turns = [
         [ToolCall(name=n, arguments=a, raw_arguments=r) for n, a, r in t] for t in _calls(line)
     ]

@@ -35,7 +35,7 @@ def check(path: Path, problems: list[str], outcomes: Counter[str]) -> int:
         if stop not in ("agent_completed", "max_turns"):
             problems.append(f"{where}: the rollout stopped on {stop}: {trace.get('errors')}")
             continue
-        bundle = generate(data["arm_id"], data["seed"], pins=False)
+        bundle = generate(data["arm_id"], data["seed"])
         turns, _, _, replies, text_calls = read_turns(trace)
         hit = stop == "max_turns"
         v = verify(bundle, turns, not hit, hit, FormatReport(unparsed_calls=len(text_calls)))
