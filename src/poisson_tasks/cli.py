@@ -185,8 +185,8 @@ def serve_reference(
         port,
         api_key=api_key,
         policy_defaults=parse_param_options(param or []),
-        announce=lambda s: typer.echo(
-            f"serving reference policies at {s.base_url} ({', '.join(POLICY_NAMES)}); Ctrl-C stops"
+        announce=lambda served: typer.echo(
+            f"serving reference policies at {served.base_url} ({', '.join(POLICY_NAMES)}); Ctrl-C stops"
         ),
     )
 
@@ -218,12 +218,12 @@ def serve_local(
     from poisson_tasks.local.server import LocalServer
     from poisson_tasks.local.server import serve_local as serve
 
-    def _announce(s: LocalServer) -> None:
-        tpl = s.template
+    def _announce(server: LocalServer) -> None:
+        tpl = server.template
         what = f"{tpl.name} ({tpl.family or 'family not stated'})" if tpl else "embedded"
         typer.echo(
-            f"serving {s.alias} at {s.base_url} (llama.cpp, {s.threads} thread(s), n_ctx "
-            f"{s.n_ctx}, template {what}); Ctrl-C stops"
+            f"serving {server.alias} at {server.base_url} (llama.cpp, {server.threads} thread(s), n_ctx "
+            f"{server.n_ctx}, template {what}); Ctrl-C stops"
         )
 
     serve(
@@ -277,9 +277,9 @@ def card(
         checks = calibration.check_published()
         if not checks:
             typer.echo("no published card is listed in the manifest: nothing to check")
-        for c in checks:
-            typer.echo(("ok: " if c.ok else "error: ") + c.message, err=not c.ok)
-        if not all(c.ok for c in checks):
+        for check in checks:
+            typer.echo(("ok: " if check.ok else "error: ") + check.message, err=not check.ok)
+        if not all(check.ok for check in checks):
             raise typer.Exit(1)
         return
     if compare not in (None, "published"):

@@ -8,67 +8,71 @@ from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.verifier import verify
 
 
-def _call(c: ToolCall) -> str:
+def _call(call: ToolCall) -> str:
     args = (
-        json.dumps(c.arguments, sort_keys=True)
-        if c.arguments is not None
-        else repr(c.raw_arguments)
+        json.dumps(call.arguments, sort_keys=True)
+        if call.arguments is not None
+        else repr(call.raw_arguments)
     )
-    return f"{c.name}({args})"
+    return f"{call.name}({args})"
 
 
-def render_bundle(b: TaskBundle) -> str:
+def render_bundle(bundle: TaskBundle) -> str:
     """The whole task as text, in the order a reader checks it."""
     out: list[str] = []
     add = out.append
-    add(f"task {b.task_id}")
-    add(f"arm {b.arm_id}   seed {b.seed}   split {b.split}   verifier {b.verifier}")
-    add(f"min calls {b.min_calls}   reference turns {b.reference_turns}")
+    add(f"task {bundle.task_id}")
+    add(
+        f"arm {bundle.arm_id}   seed {bundle.seed}   split {bundle.split}   verifier {bundle.verifier}"
+    )
+    add(f"min calls {bundle.min_calls}   reference turns {bundle.reference_turns}")
     add("")
     add("== system prompt")
-    add(b.system_prompt)
+    add(bundle.system_prompt)
     add("")
     add("== prompt")
-    if isinstance(b.prompt, str):
-        add(b.prompt)
+    if isinstance(bundle.prompt, str):
+        add(bundle.prompt)
     else:
-        for m in b.prompt:
-            if m.get("tool_calls"):
-                for tc in m["tool_calls"]:
+        for message in bundle.prompt:
+            if message.get("tool_calls"):
+                for tc in message["tool_calls"]:
                     fn = tc["function"]
                     add(f"[assistant] {fn['name']}({fn['arguments']})")
             else:
-                add(f"[{m['role']}] {m.get('content')}")
+                add(f"[{message['role']}] {message.get('content')}")
     add("")
-    add(f"== tools ({len(b.tools)}, in the order the model sees them)")
-    for i, t in enumerate(b.tools, start=1):
-        fn = t["function"]
+    add(f"== tools ({len(bundle.tools)}, in the order the model sees them)")
+    for number, tool in enumerate(bundle.tools, start=1):
+        fn = tool["function"]
         params = ", ".join(fn["parameters"]["required"])
-        add(f"{i:3d}. {fn['name']}({params})")
+        add(f"{number:3d}. {fn['name']}({params})")
         add(f"     {fn['description']}")
     add("")
     add("== goal")
-    for g in b.goal:
-        add(f"{g.ledger} {g.record_id} at stage {g.stage}")
+    for goal in bundle.goal:
+        add(f"{goal.ledger} {goal.record_id} at stage {goal.stage}")
     add("")
     add("== reference solution (call -> the engine's 52-byte answer)")
-    for c, o in zip(b.reference_calls, b.reference_observations, strict=True):
-        add(f"{_call(c)}")
-        add(f"    -> {o}")
+    for call, observation in zip(
+        bundle.reference_calls, bundle.reference_observations, strict=True
+    ):
+        add(f"{_call(call)}")
+        add(f"    -> {observation}")
     add("")
     add("== negative controls (keyed outcome -> what verify gives)")
-    for key, ep in b.negative_controls.items():
-        v = verify(b, ep.turns, ep.ended_with_reply, ep.turn_limit_hit)
+    for key, ep in bundle.negative_controls.items():
+        verdict = verify(bundle, ep.turns, ep.ended_with_reply, ep.turn_limit_hit)
         calls = [c for t in ep.turns for c in t]
         end = "turn limit" if ep.turn_limit_hit else "reply"
-        add(f"{key}: {len(calls)} calls, ends on {end} -> {v.outcome}")
+        add(f"{key}: {len(calls)} calls, ends on {end} -> {verdict.outcome}")
     add("")
     add("== ledger (ledger, record_id, stage, token)")
-    add("initial:  " + "; ".join(" ".join(map(str, r)) for r in b.initial_state))
-    add("expected: " + "; ".join(" ".join(map(str, r)) for r in b.expected_final_state))
+    add("initial:  " + "; ".join(" ".join(map(str, r)) for r in bundle.initial_state))
+    add("expected: " + "; ".join(" ".join(map(str, r)) for r in bundle.expected_final_state))
     add("")
     add("== hashes")
-    add(f"engine_hash     {b.engine_hash}")
-    add(f"generator_hash  {b.generator_hash}")
-    add(f"vocabulary_hash {b.vocabulary_hash}")
+    add(f"engine_hash     {bundle.engine_hash}")
+    add(f"generator_hash  {bundle.generator_hash}")
+    add(f"vocabulary_hash {bundle.vocabulary_hash}")
     return "\n".join(out)

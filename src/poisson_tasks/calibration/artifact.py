@@ -276,7 +276,7 @@ class Artifact(_Frozen):
 
     def cell(self, arm_id: str) -> Cell:
         """The cell of one arm; KeyError when the card has none."""
-        for c in self.cells:
-            if c.arm_id == arm_id:
-                return c
+        for cell in self.cells:
+            if cell.arm_id == arm_id:
+                return cell
         raise KeyError(arm_id)

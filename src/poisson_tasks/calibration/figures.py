@@ -51,8 +51,8 @@ class CellCounts:
         return int(self.attempts.sum())
 
 
-def _r(x: float | None) -> float | None:
-    return None if x is None else round_figure(x)
+def _r(figure: float | None) -> float | None:
+    return None if figure is None else round_figure(figure)
 
 
 def _share(records: Sequence[EpisodeRecord], test: Callable[[EpisodeRecord], bool]) -> float | None:
@@ -83,17 +83,17 @@ def cell_counts(scored: Sequence[EpisodeRecord], seeds: Sequence[int]) -> CellCo
     strict = np.zeros(len(seeds), dtype=np.int64)
     leaky = np.zeros(len(seeds), dtype=np.int64)
     att = np.zeros(len(seeds), dtype=np.int64)
-    for r in scored:
-        i = index[r.seed]
-        att[i] += 1
-        strict[i] += r.strict_pass
-        leaky[i] += r.leaky_pass
+    for record in scored:
+        slot = index[record.seed]
+        att[slot] += 1
+        strict[slot] += record.strict_pass
+        leaky[slot] += record.leaky_pass
     return CellCounts(strict=strict, leaky=leaky, attempts=att)
 
 
 def no_call_share(scored: Sequence[EpisodeRecord]) -> float | None:
     """The share of scored episodes that made no tool call (None without a scored episode)."""
-    return _share(scored, lambda r: r.no_tool_call)
+    return _share(scored, lambda record: record.no_tool_call)
 
 
 def _rate(successes: IntArray, counts: CellCounts, th: Thresholds) -> RateFigure | None:
@@ -110,10 +110,10 @@ def _rate(successes: IntArray, counts: CellCounts, th: Thresholds) -> RateFigure
 
 def _pass_at_k(counts: CellCounts, attempts: int) -> list[PassAtK]:
     out = []
-    for k in range(1, attempts + 1):
-        has_k = bool(np.any(counts.attempts >= k))
-        value = task_pass_at_k(counts.strict, counts.attempts, k) if has_k else None
-        out.append(PassAtK(k=k, value=_r(value)))
+    for attempts_k in range(1, attempts + 1):
+        has_k = bool(np.any(counts.attempts >= attempts_k))
+        value = task_pass_at_k(counts.strict, counts.attempts, attempts_k) if has_k else None
+        out.append(PassAtK(k=attempts_k, value=_r(value)))
     return out
 
 
@@ -237,10 +237,10 @@ def build_cell(
         outcomes=dict(sorted(Counter(r.outcome for r in scored).items())) if figures else {},
         strict=strict,
         leaky=leaky,
-        overshoot=_share(scored, lambda r: r.overshoot) if figures else None,
+        overshoot=_share(scored, lambda record: record.overshoot) if figures else None,
         pass_at_k=_pass_at_k(counts, attempts) if figures and scored else [],
         no_tool_call=no_call_share(scored) if figures else None,
-        stopped_short=_share(scored, lambda r: r.stopped_short) if figures else None,
+        stopped_short=_share(scored, lambda record: record.stopped_short) if figures else None,
         saturated_strict=is_saturated(strict.pass_at_1, *sat) if strict else None,
         saturated_leaky=is_saturated(leaky.pass_at_1, *sat) if leaky else None,
         median_model_calls=_median([float(r.model_calls) for r in scored]) if figures else None,

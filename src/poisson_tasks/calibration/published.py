@@ -84,13 +84,13 @@ def rebuild_published(name: str, directory: Path | None = None) -> Artifact:
 
 
 def _first_difference(stored: bytes, rebuilt: bytes) -> tuple[int, str, str]:
-    a = stored.decode("utf-8", "replace").split("\n")
-    b = rebuilt.decode("utf-8", "replace").split("\n")
-    for i in range(max(len(a), len(b))):
-        x = a[i] if i < len(a) else "<end of file>"
-        y = b[i] if i < len(b) else "<end of file>"
-        if x != y:
-            return i + 1, x, y
+    stored_lines = stored.decode("utf-8", "replace").split("\n")
+    rebuilt_lines = rebuilt.decode("utf-8", "replace").split("\n")
+    for index in range(max(len(stored_lines), len(rebuilt_lines))):
+        stored_line = stored_lines[index] if index < len(stored_lines) else "<end of file>"
+        rebuilt_line = rebuilt_lines[index] if index < len(rebuilt_lines) else "<end of file>"
+        if stored_line != rebuilt_line:
+            return index + 1, stored_line, rebuilt_line
     return 0, "", ""
 
 
@@ -218,7 +218,9 @@ def compare_published(artifact: Artifact, directory: Path | None = None) -> str:
     if not facts:
         raise CardRefusal(f"compare refused: no published card is stored in {base}")
     problems = [
-        f"{f.name}: {', '.join(d)}" for f in facts if (d := differences(artifact.provenance, f))
+        f"{f.name}: {', '.join(differing)}"
+        for f in facts
+        if (differing := differences(artifact.provenance, f))
     ]
     if problems:
         raise CardRefusal(
@@ -235,9 +237,12 @@ def compare_published(artifact: Artifact, directory: Path | None = None) -> str:
         "same generator build, seeds, decoding and strictness; the figures are read side by side, "
         "not tested against each other.",
     ]
-    for f, card in cards:
+    for fact, card in cards:
         if card.kind == "reference-policy":
-            out += ["", f"`{f.name}` is a reference-policy card: a scripted baseline, not a model."]
+            out += [
+                "",
+                f"`{fact.name}` is a reference-policy card: a scripted baseline, not a model.",
+            ]
     for rate in ("strict", "leaky"):
         header = ["arm", f"this run ({rate})", *(f"`{f.name}` ({rate})" for f, _ in cards)]
         rows = [

@@ -66,25 +66,27 @@ def cell_from_scores(scores: Sequence[Sequence[int]]) -> tuple[IntArray, IntArra
     """Turn ragged per-task 0/1 attempt scores into aligned (successes, attempts) arrays."""
     succ = np.zeros(len(scores), dtype=np.int64)
     att = np.zeros(len(scores), dtype=np.int64)
-    for t, task in enumerate(scores):
+    for task_index, task in enumerate(scores):
         row = np.asarray(task, dtype=np.int64)
         if np.any((row != 0) & (row != 1)):
-            raise ValueError(f"task {t}: attempt scores must be 0 or 1")
-        succ[t] = int(row.sum())
-        att[t] = row.size
+            raise ValueError(f"task {task_index}: attempt scores must be 0 or 1")
+        succ[task_index] = int(row.sum())
+        att[task_index] = row.size
     return succ, att
 
 
 def _cell(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> tuple[IntArray, IntArray]:
     """Validate a cell and return it as int64 arrays (all tasks, including empty ones)."""
-    s = np.asarray(successes)
-    n = np.asarray(attempts)
-    if s.ndim != 1 or n.ndim != 1 or s.shape != n.shape:
+    wins = np.asarray(successes)
+    trials = np.asarray(attempts)
+    if wins.ndim != 1 or trials.ndim != 1 or wins.shape != trials.shape:
         raise ValueError("successes and attempts must be 1-D arrays of the same length")
-    if s.size and not (np.issubdtype(s.dtype, np.integer) and np.issubdtype(n.dtype, np.integer)):
+    if wins.size and not (
+        np.issubdtype(wins.dtype, np.integer) and np.issubdtype(trials.dtype, np.integer)
+    ):
         raise ValueError("successes and attempts must be integers")
-    s64 = s.astype(np.int64)
-    n64 = n.astype(np.int64)
+    s64 = wins.astype(np.int64)
+    n64 = trials.astype(np.int64)
     if np.any(n64 < 0) or np.any(s64 < 0) or np.any(s64 > n64):
         raise ValueError("need 0 <= successes <= attempts for every task")
     return s64, n64
@@ -92,11 +94,11 @@ def _cell(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> tuple[IntArray, 
 
 def _task_rates(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> FloatArray:
     """Per-task pass rates, dropping tasks with zero scored attempts; raise if none remain."""
-    s, n = _cell(successes, attempts)
-    keep = n > 0
+    wins, trials = _cell(successes, attempts)
+    keep = trials > 0
     if not np.any(keep):
         raise ValueError("cell has no task with a scored attempt")
-    return s[keep] / n[keep]
+    return wins[keep] / trials[keep]
 
 
 def _check_interval_args(resamples: int, confidence: float) -> None:
@@ -117,54 +119,57 @@ def _percentile_interval(stats: FloatArray, confidence: float, point: float) -> 
 # --------------------------------------------------------------------------- pass@k family
 
 
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k, 1 - C(n-c,k)/C(n,k), in the stable product form 1 - prod(1 - k/i)."""
-    if k < 1 or k > n:
-        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
-    if c < 0 or c > n:
-        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
-    if n - c < k:
+def pass_at_k(trials: int, wins: int, draws: int) -> float:
+    """Unbiased pass@k, 1 - C(n-c,k)/C(n,k), in the stable product form 1 - prod(1 - k/i).
+
+    n is trials (scored attempts), c is wins (successes among them), k is draws.
+    """
+    if draws < 1 or draws > trials:
+        raise ValueError(f"need 1 <= k <= n, got k={draws}, n={trials}")
+    if wins < 0 or wins > trials:
+        raise ValueError(f"need 0 <= c <= n, got c={wins}, n={trials}")
+    if trials - wins < draws:
         return 1.0
-    i = np.arange(n - c + 1, n + 1, dtype=np.float64)
-    return float(1.0 - np.prod(1.0 - k / i))
+    factors = np.arange(trials - wins + 1, trials + 1, dtype=np.float64)
+    return float(1.0 - np.prod(1.0 - draws / factors))
 
 
-def _pass_hat_k_one(n: int, c: int, k: int) -> float:
+def _pass_hat_k_one(trials: int, wins: int, draws: int) -> float:
     """pass^k for one task, C(c,k)/C(n,k), as the product prod_{j<k} (c-j)/(n-j)."""
-    if c < k:
+    if wins < draws:
         return 0.0
-    j = np.arange(k, dtype=np.float64)
-    return float(np.prod((c - j) / (n - j)))
+    steps = np.arange(draws, dtype=np.float64)
+    return float(np.prod((wins - steps) / (trials - steps)))
 
 
 def _mean_over_tasks(
     successes: npt.ArrayLike,
     attempts: npt.ArrayLike,
-    k: int,
+    draws: int,
     per_task: Callable[[int, int, int], float],
 ) -> float:
     """Mean of per_task(n, c, k) over tasks with at least k scored attempts."""
-    if k < 1:
-        raise ValueError(f"need k >= 1, got k={k}")
-    s, n = _cell(successes, attempts)
-    keep = n >= k
+    if draws < 1:
+        raise ValueError(f"need k >= 1, got k={draws}")
+    wins, trials = _cell(successes, attempts)
+    keep = trials >= draws
     if not np.any(keep):
-        raise ValueError(f"no task has at least k={k} scored attempts")
-    pairs = zip(n[keep].tolist(), s[keep].tolist(), strict=True)
-    return float(np.mean([per_task(n_t, c_t, k) for n_t, c_t in pairs]))
+        raise ValueError(f"no task has at least k={draws} scored attempts")
+    pairs = zip(trials[keep].tolist(), wins[keep].tolist(), strict=True)
+    return float(np.mean([per_task(n_t, c_t, draws) for n_t, c_t in pairs]))
 
 
-def task_pass_at_k(successes: npt.ArrayLike, attempts: npt.ArrayLike, k: int) -> float:
+def task_pass_at_k(successes: npt.ArrayLike, attempts: npt.ArrayLike, draws: int) -> float:
     """Mean over tasks of pass@k; tasks with fewer than k scored attempts are excluded."""
-    return _mean_over_tasks(successes, attempts, k, pass_at_k)
+    return _mean_over_tasks(successes, attempts, draws, pass_at_k)
 
 
-def pass_hat_k(successes: npt.ArrayLike, attempts: npt.ArrayLike, k: int) -> float:
+def pass_hat_k(successes: npt.ArrayLike, attempts: npt.ArrayLike, draws: int) -> float:
     """Mean over tasks of pass^k (Yao et al.), C(c,k)/C(n,k): all k draws succeed.
 
     Tasks with fewer than k scored attempts are excluded.
     """
-    return _mean_over_tasks(successes, attempts, k, _pass_hat_k_one)
+    return _mean_over_tasks(successes, attempts, draws, _pass_hat_k_one)
 
 
 # --------------------------------------------------------------------------- rates and intervals
@@ -175,19 +180,19 @@ def cell_rate(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> float:
     return float(np.mean(_task_rates(successes, attempts)))
 
 
-def resample_indices(seed: int, resamples: int, n: int) -> npt.NDArray[np.uint64]:
-    """A (resamples, n) matrix of indices in [0, n), the same on every numpy version and platform.
+def resample_indices(seed: int, resamples: int, size: int) -> npt.NDArray[np.uint64]:
+    """A (resamples, n) matrix of indices in [0, n), n = size, the same on every numpy and platform.
 
     It reads PCG64's raw 64-bit stream (which numpy keeps stable across releases, unlike the
     Generator's distribution methods) and maps each draw's high 32 bits to [0, n) by
     multiply-shift, (x >> 32) * n >> 32, whose bias is below n / 2**32.
     """
-    if n < 1 or n >= 2**31:
-        raise ValueError("n must be between 1 and 2**31 - 1")
-    raw = np.random.PCG64(seed).random_raw(resamples * n)
+    if size < 1 or size >= 2**31:
+        raise ValueError("size must be between 1 and 2**31 - 1")
+    raw = np.random.PCG64(seed).random_raw(resamples * size)
     idx: npt.NDArray[np.uint64] = (
-        ((raw >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32)
-    ).reshape(resamples, n)
+        ((raw >> np.uint64(32)) * np.uint64(size)) >> np.uint64(32)
+    ).reshape(resamples, size)
     return idx
 
 
@@ -237,10 +242,10 @@ def paired_bootstrap(
     if used == 0:
         raise ValueError("no seed has scored attempts in both arms")
     sa, na, sb, nb = sa[keep], na[keep], sb[keep], nb[keep]
-    d = sa / na - sb / nb
+    rate_gaps = sa / na - sb / nb
     idx = resample_indices(seed, resamples, used)
-    stats: FloatArray = d[idx].mean(axis=1)
-    diff = float(d.mean())
+    stats: FloatArray = rate_gaps[idx].mean(axis=1)
+    diff = float(rate_gaps.mean())
     churn = float(np.mean(sa * nb != sb * na))  # exact integer comparison of the two rates
     return PairedResult(
         diff=diff,
@@ -280,15 +285,15 @@ def clustered_se(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> float:
     SE = sqrt(C/(C-1) * sum_c (sum_{i in c} (s_i - mean))^2) / n over the C tasks with scored
     attempts, n attempts in all. The card's point estimate is the task-mean, not this mean.
     """
-    s, n = _cell(successes, attempts)
-    keep = n > 0
-    s, n = s[keep], n[keep]
-    clusters = s.size
+    wins, trials = _cell(successes, attempts)
+    keep = trials > 0
+    wins, trials = wins[keep], trials[keep]
+    clusters = wins.size
     if clusters < 2:
         raise ValueError("clustered SE needs at least two tasks with scored attempts")
-    total = int(n.sum())
-    mean = s.sum() / total
-    resid = s - n * mean  # sum over a task's attempts of (s_i - mean)
+    total = int(trials.sum())
+    mean = wins.sum() / total
+    resid = wins - trials * mean  # sum over a task's attempts of (s_i - mean)
     return float(math.sqrt(clusters / (clusters - 1) * float(np.sum(resid**2))) / total)
 
 
@@ -301,9 +306,9 @@ def median_or_none(values: npt.ArrayLike) -> float | None:
     return None if arr.size == 0 else float(np.median(arr))
 
 
-def percentile_or_none(values: npt.ArrayLike, q: float) -> float | None:
-    """q-th percentile (0-100, linear), or None for empty input, never a made-up zero."""
-    if not 0.0 <= q <= 100.0:
-        raise ValueError("q must be in [0, 100]")
+def percentile_or_none(values: npt.ArrayLike, percent: float) -> float | None:
+    """Percentile `percent` (0-100, linear), or None for empty input, never a made-up zero."""
+    if not 0.0 <= percent <= 100.0:
+        raise ValueError("percent must be in [0, 100]")
     arr = np.asarray(values, dtype=np.float64)
-    return None if arr.size == 0 else float(np.percentile(arr, q, method="linear"))
+    return None if arr.size == 0 else float(np.percentile(arr, percent, method="linear"))

@@ -57,11 +57,11 @@ def is_loopback(base_url: str) -> bool:
 
 def file_sha256(path: Path) -> str:
     """sha256 of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _int(value: Any) -> int | None:

@@ -116,9 +116,9 @@ def start_local_server(
     chat = load_template(template)
     if chat is not None:
         check_tool_section(chat)  # before the model loads
-    x = _xllamacpp()
+    xllamacpp = _xllamacpp()
     name = alias or model.name.removesuffix(".gguf")
-    params = x.CommonParams()
+    params = xllamacpp.CommonParams()
     params.model.path = str(model)
     params.hostnames = [HOST]
     params.port = port
@@ -137,7 +137,7 @@ def start_local_server(
     }
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
-    handle = x.Server(params)
+    handle = xllamacpp.Server(params)
     root = str(handle.listening_address).rstrip("/")
     server = LocalServer(
         base_url=f"{root}/v1",
@@ -187,5 +187,5 @@ def serve_local(
         finally:
             server.close()
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        for signal_number, handler in previous.items():
+            signal.signal(signal_number, handler)

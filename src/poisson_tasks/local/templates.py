@@ -55,8 +55,8 @@ def shipped_templates() -> list[str]:
 
 
 def _family(text: str) -> str | None:
-    m = _FAMILY.search(text.split("-#}", 1)[0]) if text.lstrip().startswith("{#") else None
-    return m.group(1) if m else None
+    found = _FAMILY.search(text.split("-#}", 1)[0]) if text.lstrip().startswith("{#") else None
+    return found.group(1) if found else None
 
 
 def load_template(spec: str) -> ChatTemplate | None:

@@ -69,24 +69,34 @@ def noisy_rates(
     max_turns: int | None = None,
 ) -> NoisyRates:
     """The formula of this module's docstring for a task of `calls` oracle calls."""
-    m, s = calls, p_early_stop
-    w = (1 - s) * p_wrong_tool
-    r = (1 - s) * (1 - p_wrong_tool)
-    o = p_overshoot if can_overshoot else 0.0
+    stop_rate = p_early_stop  # s, w, r, o, q, A_k and T of the module docstring, in words
+    wrong_rate = (1 - stop_rate) * p_wrong_tool
+    right_rate = (1 - stop_rate) * (1 - p_wrong_tool)
+    overshoot_rate = p_overshoot if can_overshoot else 0.0
     if max_turns is None:
-        q = r / (1 - w) if w < 1 else 0.0
-        reach = q**m
-        stopped = 1 - reach if w < 1 else 0.0
-        return NoisyRates((1 - o) * reach, o * reach, stopped, 1 - reach - stopped)
+        step_rate = right_rate / (1 - wrong_rate) if wrong_rate < 1 else 0.0
+        reach = step_rate**calls
+        stopped = 1 - reach if wrong_rate < 1 else 0.0
+        return NoisyRates(
+            (1 - overshoot_rate) * reach, overshoot_rate * reach, stopped, 1 - reach - stopped
+        )
 
-    def a(k: int) -> float:
-        return comb(m - 1 + k, k) * r**m * w**k
+    def reach_after(wrong_calls: int) -> float:
+        return (
+            comb(calls - 1 + wrong_calls, wrong_calls) * right_rate**calls * wrong_rate**wrong_calls
+        )
 
-    t = max_turns
-    passed = (1 - o) * sum(a(k) for k in range(max(0, t - m)))
-    over = o * sum(a(k) for k in range(max(0, t - m - 1)))
-    stopped = s * sum(
-        comb(j - 1, i) * r**i * w ** (j - 1 - i) for j in range(1, t + 1) for i in range(min(m, j))
+    turn_cap = max_turns
+    passed = (1 - overshoot_rate) * sum(
+        reach_after(wrong_calls) for wrong_calls in range(max(0, turn_cap - calls))
+    )
+    over = overshoot_rate * sum(
+        reach_after(wrong_calls) for wrong_calls in range(max(0, turn_cap - calls - 1))
+    )
+    stopped = stop_rate * sum(
+        comb(j - 1, i) * right_rate**i * wrong_rate ** (j - 1 - i)
+        for j in range(1, turn_cap + 1)
+        for i in range(min(calls, j))
     )
     return NoisyRates(passed, over, stopped, max(0.0, 1 - passed - over - stopped))
 

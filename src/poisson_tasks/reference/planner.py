@@ -45,13 +45,13 @@ class PlanProgress:
 def hidden_code(task: TaskReading, conv: Conversation) -> str | None:
     """The entry code joined from part_i_of_n answers of the named reads, once every piece is in."""
     pieces: dict[int, dict[int, str]] = {}
-    for a in conv.answers:
-        if a.name in task.code_reads and (part := a.part) is not None:
-            pieces.setdefault(part[1], {})[part[0]] = a.payload
-    for n, got in sorted(pieces.items()):
-        if n > 0 and set(got) == set(range(1, n + 1)):
-            size = task.code_hex // n
-            return "".join(got[i][:size] for i in range(1, n + 1))
+    for answer in conv.answers:
+        if answer.name in task.code_reads and (part := answer.part) is not None:
+            pieces.setdefault(part[1], {})[part[0]] = answer.payload
+    for count, got in sorted(pieces.items()):
+        if count > 0 and set(got) == set(range(1, count + 1)):
+            size = task.code_hex // count
+            return "".join(got[i][:size] for i in range(1, count + 1))
     return None
 
 
@@ -65,30 +65,30 @@ def progress(task: TaskReading, block: ToolBlock, conv: Conversation) -> dict[st
         for g in task.goals
     }
     ledgers = {g.record_id: g.ledger for g in task.goals}
-    for a in conv.answers:
-        tool = block.by_name(a.name)
-        rid = (a.arguments or {}).get("record_id")
+    for answer in conv.answers:
+        tool = block.by_name(answer.name)
+        rid = (answer.arguments or {}).get("record_id")
         if (
             tool is not None
             and tool.kind == "stage"
             and isinstance(rid, str)
             and ledgers.get(rid) == tool.ledger
-            and a.status == _OK
+            and answer.status == _OK
         ):
-            out[rid] = PlanProgress(tool.stage, a.payload)
+            out[rid] = PlanProgress(tool.stage, answer.payload)
     return out
 
 
 def _fill(tool: ToolSig, task: TaskReading, record_id: str, token: str) -> dict[str, str] | None:
     values = dict(task.values)
     args: dict[str, str] = {}
-    for p in tool.params:
-        if p == "record_id":
-            args[p] = record_id
-        elif p == "token":
-            args[p] = token
-        elif p in values:
-            args[p] = values[p]
+    for param in tool.params:
+        if param == "record_id":
+            args[param] = record_id
+        elif param == "token":
+            args[param] = token
+        elif param in values:
+            args[param] = values[param]
         else:
             return None
     return args
@@ -97,24 +97,24 @@ def _fill(tool: ToolSig, task: TaskReading, record_id: str, token: str) -> dict[
 def _history(conv: Conversation, call: Call) -> tuple[bool, int]:
     """Whether this exact call already failed (not as unavailable); how often it was unavailable."""
     failed, unavailable = False, 0
-    for a in conv.answers:
-        if a.name == call.name and a.arguments == call.arguments:
-            if a.status == _UNAVAILABLE:
+    for answer in conv.answers:
+        if answer.name == call.name and answer.arguments == call.arguments:
+            if answer.status == _UNAVAILABLE:
                 unavailable += 1
-            elif a.status != _OK and a.part is None:
+            elif answer.status != _OK and answer.part is None:
                 failed = True
     return failed, unavailable
 
 
 def _guarded(kind: Literal["read", "stage"], calls: list[Call], conv: Conversation) -> CallPlan:
-    for c in calls:
-        failed, unavailable = _history(conv, c)
+    for call in calls:
+        failed, unavailable = _history(conv, call)
         if failed:
             return CallPlan(
-                "stuck", reply=f"I cannot finish: {c.name} refused the call I would make."
+                "stuck", reply=f"I cannot finish: {call.name} refused the call I would make."
             )
         if unavailable >= _RETRY_LIMIT:
-            return CallPlan("stuck", reply=f"I cannot finish: {c.name} stays unavailable.")
+            return CallPlan("stuck", reply=f"I cannot finish: {call.name} stays unavailable.")
     return CallPlan(kind, tuple(calls))
 
 
@@ -149,22 +149,26 @@ def plan(
         todo = [n for n in task.code_reads if n not in answered]
         if todo:
             rid = task.goals[0].record_id
-            reads = [_read_call(t, rid) for n in todo if (t := block.by_name(n)) is not None]
+            reads = [
+                _read_call(found, rid) for n in todo if (found := block.by_name(n)) is not None
+            ]
             return _guarded("read", reads if parallel else reads[:1], conv)
     calls: list[Call] = []
-    for g in task.goals:
-        now = state[g.record_id]
-        target = _top(block, g.ledger, max(now.stage, g.stage)) if to_top else g.stage
+    for goal in task.goals:
+        now = state[goal.record_id]
+        target = _top(block, goal.ledger, max(now.stage, goal.stage)) if to_top else goal.stage
         if now.stage >= target:
             continue
-        tool = block.stage_tool(g.ledger, now.stage + 1)
+        tool = block.stage_tool(goal.ledger, now.stage + 1)
         if tool is None:
-            return CallPlan("stuck", reply=f"I cannot finish: no tool moves {g.record_id} further.")
+            return CallPlan(
+                "stuck", reply=f"I cannot finish: no tool moves {goal.record_id} further."
+            )
         if now.token is None:
             return CallPlan(
-                "stuck", reply=f"I cannot finish: I do not know the token for {g.record_id}."
+                "stuck", reply=f"I cannot finish: I do not know the token for {goal.record_id}."
             )
-        args = _fill(tool, task, g.record_id, now.token)
+        args = _fill(tool, task, goal.record_id, now.token)
         if args is None:
             return CallPlan(
                 "stuck",
@@ -185,11 +189,11 @@ def overshoot_call(task: TaskReading, block: ToolBlock, conv: Conversation) -> C
     state = progress(task, block, conv)
     if any(state[g.record_id].stage != g.stage for g in task.goals):
         return None
-    for g in task.goals:
-        tool = block.stage_tool(g.ledger, g.stage + 1)
-        token = state[g.record_id].token
+    for goal in task.goals:
+        tool = block.stage_tool(goal.ledger, goal.stage + 1)
+        token = state[goal.record_id].token
         if tool is not None and token is not None:
-            args = _fill(tool, task, g.record_id, token)
+            args = _fill(tool, task, goal.record_id, token)
             if args is not None:
                 return Call(tool.name, args)
     return None
@@ -205,9 +209,9 @@ def wrong_calls(task: TaskReading, block: ToolBlock, conv: Conversation) -> list
     )
     values = dict(task.values)
     out = []
-    for t in block.tools:
-        if (t.kind == "read" and t.name not in task.code_reads) or (
-            t.kind == "stage" and t.ledger not in goal_ledgers
+    for tool in block.tools:
+        if (tool.kind == "read" and tool.name not in task.code_reads) or (
+            tool.kind == "stage" and tool.ledger not in goal_ledgers
         ):
             args = {
                 p: rid
@@ -215,7 +219,7 @@ def wrong_calls(task: TaskReading, block: ToolBlock, conv: Conversation) -> list
                 else token
                 if p == "token"
                 else values.get(p, "none")
-                for p in t.params
+                for p in tool.params
             }
-            out.append(Call(t.name, args))
+            out.append(Call(tool.name, args))
     return out

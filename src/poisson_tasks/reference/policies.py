@@ -75,38 +75,38 @@ def _calls(calls: Sequence[Call]) -> PolicyReply:
     return PolicyReply(calls=tuple((c.name, json.dumps(c.arguments)) for c in calls))
 
 
-def _from_plan(p: CallPlan) -> PolicyReply:
-    return _calls(p.calls) if p.calls else PolicyReply(content=p.reply)
+def _from_plan(call_plan: CallPlan) -> PolicyReply:
+    return _calls(call_plan.calls) if call_plan.calls else PolicyReply(content=call_plan.reply)
 
 
 def _oracle(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
-    s = _see(request)
-    return _from_plan(plan(s.task, s.block, s.conv, parallel=spec.get("parallel") >= 1))
+    seen = _see(request)
+    return _from_plan(plan(seen.task, seen.block, seen.conv, parallel=spec.get("parallel") >= 1))
 
 
 def _overshoot(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
-    s = _see(request)
-    return _from_plan(plan(s.task, s.block, s.conv, to_top=True))
+    seen = _see(request)
+    return _from_plan(plan(seen.task, seen.block, seen.conv, to_top=True))
 
 
 def _noisy(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     """At each step the oracle would call: stop with p_early_stop, else call a harmless wrong tool
     with p_wrong_tool, else make the oracle's call. At the goal: overshoot once with p_overshoot."""
-    s = _see(request)
-    p = plan(s.task, s.block, s.conv)
-    if p.kind in ("read", "stage"):
-        if s.key(request, "stop") < spec.get("p_early_stop"):
+    seen = _see(request)
+    call_plan = plan(seen.task, seen.block, seen.conv)
+    if call_plan.kind in ("read", "stage"):
+        if seen.key(request, "stop") < spec.get("p_early_stop"):
             return PolicyReply(content=EARLY_STOP_REPLY)
-        if s.key(request, "wrong") < spec.get("p_wrong_tool"):
-            wrong = wrong_calls(s.task, s.block, s.conv)
+        if seen.key(request, "wrong") < spec.get("p_wrong_tool"):
+            wrong = wrong_calls(seen.task, seen.block, seen.conv)
             if wrong:
-                return _calls([wrong[int(s.key(request, "which") * len(wrong))]])
-        return _calls(p.calls[:1])
-    if p.kind == "done":
-        over = overshoot_call(s.task, s.block, s.conv)
-        if over is not None and s.key(request, "overshoot") < spec.get("p_overshoot"):
+                return _calls([wrong[int(seen.key(request, "which") * len(wrong))]])
+        return _calls(call_plan.calls[:1])
+    if call_plan.kind == "done":
+        over = overshoot_call(seen.task, seen.block, seen.conv)
+        if over is not None and seen.key(request, "overshoot") < spec.get("p_overshoot"):
             return _calls([over])
-    return PolicyReply(content=p.reply)
+    return PolicyReply(content=call_plan.reply)
 
 
 def _arm_of(user: str | None) -> ArmSpec | None:
@@ -129,22 +129,26 @@ def graded_rate(spec: PolicySpec, arm: ArmSpec) -> float:
     arm is placed at its own level, or at the level it stands in for when length_follows is 1."""
     cand = levels(arm.knob)
     level = arm.control if arm.control is not None and spec.get("length_follows") else arm.level
-    x = min(1.0, max(0.0, (level - cand[0]) / (cand[-1] - cand[0])))
+    position = min(1.0, max(0.0, (level - cand[0]) / (cand[-1] - cand[0])))
     low, high = spec.get(f"{arm.knob}_low"), spec.get(f"{arm.knob}_high")
     low = spec.get("p_low") if low == UNSET else low
     high = spec.get("p_high") if high == UNSET else high
-    return low + (high - low) * x
+    return low + (high - low) * position
 
 
 def _graded(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     """The oracle, except that with graded_rate's chance (one draw per episode, keyed by the user
     tag) it stops with a reply once its first call is answered: the episode has a tool call and
     does not reach the goal."""
-    s = _see(request)
+    seen = _see(request)
     arm = _arm_of(request.user)
-    if arm is not None and s.conv.answers and draw("graded", request.user) < graded_rate(spec, arm):
+    if (
+        arm is not None
+        and seen.conv.answers
+        and draw("graded", request.user) < graded_rate(spec, arm)
+    ):
         return PolicyReply(content=EARLY_STOP_REPLY)
-    return _from_plan(plan(s.task, s.block, s.conv))
+    return _from_plan(plan(seen.task, seen.block, seen.conv))
 
 
 def _no_call(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
@@ -168,9 +172,9 @@ def garble(arguments: str) -> str:
 
 
 def _garbage(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
-    s = _see(request)
-    reply = _from_plan(plan(s.task, s.block, s.conv))
-    if reply.calls and s.key(request, "garbage") < spec.get("p_garbage"):
+    seen = _see(request)
+    reply = _from_plan(plan(seen.task, seen.block, seen.conv))
+    if reply.calls and seen.key(request, "garbage") < spec.get("p_garbage"):
         return PolicyReply(calls=tuple((n, garble(a)) for n, a in reply.calls))
     return reply
 

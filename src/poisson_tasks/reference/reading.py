@@ -58,9 +58,9 @@ class ToolBlock:
         self.tools = tools
         self._by_name = {t.name: t for t in tools}
         self._by_stage: dict[tuple[tuple[str, ...], int], ToolSig] = {}
-        for t in tools:
-            if t.kind == "stage":
-                self._by_stage.setdefault((t.ledger, t.stage), t)
+        for tool in tools:
+            if tool.kind == "stage":
+                self._by_stage.setdefault((tool.ledger, tool.stage), tool)
 
     def by_name(self, name: str) -> ToolSig | None:
         return self._by_name.get(name)
@@ -77,9 +77,15 @@ def _sig(tool: Mapping[str, Any]) -> ToolSig | None:
     required = params_schema.get("required") if isinstance(params_schema, Mapping) else None
     params = tuple(p for p in (required or ()) if isinstance(p, str))
     desc = str(fn.get("description") or "")
-    m = _STAGE_DESC.search(desc)
-    if m is not None:
-        return ToolSig(fn["name"], "stage", params, ledger_words(m["ledger"]), int(m["stage"]))
+    stage_match = _STAGE_DESC.search(desc)
+    if stage_match is not None:
+        return ToolSig(
+            fn["name"],
+            "stage",
+            params,
+            ledger_words(stage_match["ledger"]),
+            int(stage_match["stage"]),
+        )
     kind = "read" if _READ_DESC.search(desc) else "other"
     return ToolSig(fn["name"], kind, params)
 
@@ -129,18 +135,18 @@ def _codes(text: str, ids: Sequence[str]) -> list[tuple[str, str]]:
     """Each stated code goes with the record named closest before it ('record X ... code C')."""
     mentions = _mentions(text, ids)
     out: dict[str, str] = {}
-    for m in _CODE.finditer(text):
-        before = [rid for pos, rid in mentions if pos < m.start()]
+    for code_match in _CODE.finditer(text):
+        before = [rid for pos, rid in mentions if pos < code_match.start()]
         if before and before[-1] not in out:
-            out[before[-1]] = m.group()
+            out[before[-1]] = code_match.group()
     return sorted(out.items())
 
 
 def _value_of(text: str, field: str) -> str | None:
     sep = r"\s*(?:=|:|\bis\b|\bof\b)?\s*[\"'`]?"
     pat = rf"(?<![\w]){re.escape(field)}(?![\w]){sep}([A-Za-z0-9][\w.-]*)"
-    m = re.search(pat, text)
-    return m.group(1).rstrip(".-") if m else None
+    found = re.search(pat, text)
+    return found.group(1).rstrip(".-") if found else None
 
 
 def _mentioned_ids(text: str) -> list[str]:
@@ -149,11 +155,11 @@ def _mentioned_ids(text: str) -> list[str]:
 
 def _named_reads(text: str, block: ToolBlock) -> tuple[str, ...]:
     found = []
-    for t in block.tools:
-        if t.kind == "read":
-            m = re.search(rf"(?<![\w]){re.escape(t.name)}(?![\w])", text)
-            if m is not None:
-                found.append((m.start(), t.name))
+    for tool in block.tools:
+        if tool.kind == "read":
+            mention = re.search(rf"(?<![\w]){re.escape(tool.name)}(?![\w])", text)
+            if mention is not None:
+                found.append((mention.start(), tool.name))
     return tuple(name for _, name in sorted(found))
 
 
@@ -161,7 +167,10 @@ def _named_reads(text: str, block: ToolBlock) -> tuple[str, ...]:
 def read_task(text: str, tools_json: str) -> TaskReading:
     """Read the task the user's words state, against the tool block offered (its JSON text)."""
     block = read_block(tools_json)
-    found = sorted((m for pat in _GOALS for m in pat.finditer(text)), key=lambda m: m.start())
+    found = sorted(
+        (goal_match for pat in _GOALS for goal_match in pat.finditer(text)),
+        key=lambda goal_match: goal_match.start(),
+    )
     goals = tuple(
         GoalLine(ledger_words(m["ledger"]), m["rid"], int(m["start"]), int(m["stage"]))
         for m in found
@@ -170,10 +179,10 @@ def read_task(text: str, tools_json: str) -> TaskReading:
     codes = _codes(text, ids)
     goal_ledgers = {g.ledger for g in goals}
     fields: list[str] = []
-    for t in block.tools:
-        if t.kind == "stage" and t.ledger in goal_ledgers:
-            fields += [p for p in t.params if p not in CORE_PARAMS and p not in fields]
-    values = tuple((f, v) for f in fields if (v := _value_of(text, f)) is not None)
+    for tool in block.tools:
+        if tool.kind == "stage" and tool.ledger in goal_ledgers:
+            fields += [p for p in tool.params if p not in CORE_PARAMS and p not in fields]
+    values = tuple((f, value) for f in fields if (value := _value_of(text, f)) is not None)
     stated = dict(codes)
     hidden = any(g.record_id not in stated for g in goals)
     hex_total = _HEX_TOTAL.search(text)
@@ -217,8 +226,8 @@ class Answer:
     @property
     def part(self) -> tuple[int, int] | None:
         """(i, n) when the status is part_i_of_n."""
-        m = _PART.match(self.status)
-        return (int(m.group(1)), int(m.group(2))) if m else None
+        part_match = _PART.match(self.status)
+        return (int(part_match.group(1)), int(part_match.group(2))) if part_match else None
 
 
 def _arguments(raw: object) -> Mapping[str, object] | None:
@@ -244,19 +253,19 @@ class Conversation:
 def read_conversation(messages: Sequence[Mapping[str, Any]]) -> Conversation:
     """Pair every assistant tool call with its tool answer; calls with no answer are left out."""
     results: dict[str, str] = {}
-    for m in messages:
-        if m.get("role") == "tool":
-            call_id = m.get("tool_call_id")
+    for message in messages:
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
             if isinstance(call_id, str):
-                content = m.get("content")
+                content = message.get("content")
                 results[call_id] = content if isinstance(content, str) else content_text(content)
     answers: list[Answer] = []
     turns = 0
-    for m in messages:
-        if m.get("role") != "assistant":
+    for message in messages:
+        if message.get("role") != "assistant":
             continue
         turns += 1
-        for tc in m.get("tool_calls") or ():
+        for tc in message.get("tool_calls") or ():
             if not isinstance(tc, dict):
                 continue
             fn, line = tc.get("function"), results.get(str(tc.get("id")))

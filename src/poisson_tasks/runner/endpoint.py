@@ -74,31 +74,34 @@ _UNPARSED_CALL = re.compile(r"Failed to parse tool call arguments as JSON", re.I
 
 
 def _pieces(secret: str) -> frozenset[str]:
-    n = min(SECRET_PIECE, len(secret))
-    return frozenset(secret[i : i + n] for i in range(len(secret) - n + 1))
+    piece_length = min(SECRET_PIECE, len(secret))
+    return frozenset(secret[i : i + piece_length] for i in range(len(secret) - piece_length + 1))
 
 
 def redact(text: str, secret: str | None) -> str:
     """Remove the API key, every 8-character piece of it, and anything shaped like a key."""
     if secret:
         text = text.replace(secret, "[redacted]")
-        n = min(SECRET_PIECE, len(secret))
+        piece_length = min(SECRET_PIECE, len(secret))
         pieces = _pieces(secret)
-        if len(text) >= n and any(text[i : i + n] in pieces for i in range(len(text) - n + 1)):
+        if len(text) >= piece_length and any(
+            text[position : position + piece_length] in pieces
+            for position in range(len(text) - piece_length + 1)
+        ):
             covered = [False] * len(text)
-            for i in range(len(text) - n + 1):
-                if text[i : i + n] in pieces:
-                    covered[i : i + n] = [True] * n
+            for position in range(len(text) - piece_length + 1):
+                if text[position : position + piece_length] in pieces:
+                    covered[position : position + piece_length] = [True] * piece_length
             out: list[str] = []
-            i = 0
-            while i < len(text):
-                if covered[i]:
-                    while i < len(text) and covered[i]:
-                        i += 1
+            position = 0
+            while position < len(text):
+                if covered[position]:
+                    while position < len(text) and covered[position]:
+                        position += 1
                     out.append("[redacted]")
                 else:
-                    out.append(text[i])
-                    i += 1
+                    out.append(text[position])
+                    position += 1
             text = "".join(out)
     return _KEYISH.sub("[redacted]", text)
 
@@ -182,10 +185,10 @@ def retry_after_s(headers: httpx2.Headers, now: float | None = None) -> float | 
 
 def overflow_window(text: str) -> int | None:
     """The context size a context-overflow message states, where it states one."""
-    m = _WINDOW.search(text)
-    if m is None:
+    found = _WINDOW.search(text)
+    if found is None:
         return None
-    return int(next(g for g in m.groups() if g is not None))
+    return int(next(g for g in found.groups() if g is not None))
 
 
 @dataclass(slots=True)
@@ -246,7 +249,7 @@ def read_reply(body: dict[str, Any], seconds: float, retries: int) -> ModelReply
     content = message.get("content")
     wire: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
-    for i, tc in enumerate(message.get("tool_calls") or ()):
+    for index, tc in enumerate(message.get("tool_calls") or ()):
         fn = tc.get("function") if isinstance(tc, dict) else None
         if not isinstance(fn, dict):
             continue
@@ -255,7 +258,7 @@ def read_reply(body: dict[str, Any], seconds: float, retries: int) -> ModelReply
         text_args = raw_args if isinstance(raw_args, str) else orjson.dumps(raw_args).decode()
         wire.append(
             {
-                "id": tc.get("id") or f"call_{i}",
+                "id": tc.get("id") or f"call_{index}",
                 "type": "function",
                 "function": {
                     "name": call.name,
@@ -301,8 +304,8 @@ def estimate_usage(payload: bytes, reply: ModelReply) -> dict[str, int]:
 def derived_seed(task_id: str, attempt: int) -> int:
     """The per-attempt seed `decoding.seed: derived` sends: sha256("<task id>|<attempt>"), its
     first 8 bytes big-endian, modulo 2**31 (every server that takes a seed takes an int32)."""
-    h = hashlib.sha256(f"{task_id}|{attempt}".encode()).digest()
-    return int.from_bytes(h[:8], "big") % 2**31
+    digest = hashlib.sha256(f"{task_id}|{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 2**31
 
 
 class Endpoint:

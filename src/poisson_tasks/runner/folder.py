@@ -81,11 +81,11 @@ class FolderState:
             self.scored.add(Slot(line.arm_id, line.seed, line.attempt))
 
 
-def _diff(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+def _diff(first: dict[str, Any], second: dict[str, Any], prefix: str = "") -> list[str]:
     """The dotted paths where two JSON documents differ (first few)."""
     out: list[str] = []
-    for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key), b.get(key)
+    for key in sorted(set(first) | set(second)):
+        va, vb = first.get(key), second.get(key)
         if va == vb:
             continue
         path = f"{prefix}{key}"
@@ -258,8 +258,8 @@ class RunFolder:
         state = FolderState()
         for line in iter_episodes(path):
             state.add(line)
-        for s in header.sessions:
-            state.spend.add(s.abandoned_usage)
+        for session in header.sessions:
+            state.spend.add(session.abandoned_usage)
         return header, state
 
     @classmethod
@@ -287,12 +287,14 @@ class RunFolder:
                 truncate_torn_tail(path / EPISODES)
             except OSError as exc:
                 raise _problem(path, f"repair the torn last line of {EPISODES}", exc) from None
-            for s in header.sessions:
-                if s.stop_reason == "running":
-                    s.stop_reason = "interrupted"
-                    s.detail = s.detail or "the session ended without closing (killed or crashed)"
+            for session in header.sessions:
+                if session.stop_reason == "running":
+                    session.stop_reason = "interrupted"
+                    session.detail = (
+                        session.detail or "the session ended without closing (killed or crashed)"
+                    )
                 # a killed session never wrote its count: the records say what it wrote
-                s.episodes_written = state.per_session.get(s.index, 0)
+                session.episodes_written = state.per_session.get(session.index, 0)
             header.sessions.append(_session(len(header.sessions), plan, serving))
             try:
                 write_header(path, header)
@@ -384,10 +386,10 @@ def check_creatable(path: Path) -> None:
 
 def _remove_partial(path: Path, made: bool) -> None:
     """Remove what a failed creation left (never anything it did not make)."""
-    for p in path.iterdir() if path.is_dir() else []:
-        if p.name in (HEADER, EPISODES) or p.name.startswith(TEMPORARY_PREFIX):
+    for leftover in path.iterdir() if path.is_dir() else []:
+        if leftover.name in (HEADER, EPISODES) or leftover.name.startswith(TEMPORARY_PREFIX):
             with contextlib.suppress(OSError):
-                p.unlink()
+                leftover.unlink()
     if made:
         with contextlib.suppress(OSError):
             (path / LOCK).unlink()
@@ -448,9 +450,9 @@ def truncate_torn_tail(path: Path) -> int:
             start = max(0, pos - chunk)
             fh.seek(start)
             block = fh.read(pos - start)
-            i = block.rfind(b"\n")
-            if i >= 0:
-                keep = start + i + 1
+            newline_at = block.rfind(b"\n")
+            if newline_at >= 0:
+                keep = start + newline_at + 1
                 break
             pos = start
         fh.truncate(keep)

@@ -115,9 +115,9 @@ def _entry(listing: Any, model: str) -> dict[str, Any] | None:
     data = listing.get("data") if isinstance(listing, dict) else None
     if not isinstance(data, list):
         return None
-    for d in data:
-        if isinstance(d, dict) and d.get("id") == model:
-            return d
+    for entry in data:
+        if isinstance(entry, dict) and entry.get("id") == model:
+            return entry
     return None
 
 
@@ -159,8 +159,14 @@ def _check_revision(declared: str | None, measured: str | None, where: str) -> s
         return measured
     if measured is None:
         return f"{declared} ({NOT_VERIFIED})"
-    d, m = declared.removeprefix("sha256:").lower(), measured.removeprefix("sha256:").lower()
-    if not (m.startswith(d) or d.startswith(m)) or min(len(d), len(m)) < 7:
+    declared_hex, measured_hex = (
+        declared.removeprefix("sha256:").lower(),
+        measured.removeprefix("sha256:").lower(),
+    )
+    if (
+        not (measured_hex.startswith(declared_hex) or declared_hex.startswith(measured_hex))
+        or min(len(declared_hex), len(measured_hex)) < 7
+    ):
         raise EndpointError(
             f"model.revision is {declared!r} but {where} reports {measured!r}: the server serves "
             "other weights; fix model.revision or serve the declared revision"
@@ -220,9 +226,9 @@ async def _ollama(
         )
     tags = await _get(client, f"{root}/api/tags", key)
     digest = None
-    for m in tags.get("models", []) if isinstance(tags, dict) else []:
-        if isinstance(m, dict) and serving.model in (m.get("name"), m.get("model")):
-            digest = m.get("digest") if isinstance(m.get("digest"), str) else None
+    for listed in tags.get("models", []) if isinstance(tags, dict) else []:
+        if isinstance(listed, dict) and serving.model in (listed.get("name"), listed.get("model")):
+            digest = listed.get("digest") if isinstance(listed.get("digest"), str) else None
     details = show.get("details") if isinstance(show, dict) else None
     info = show.get("model_info") if isinstance(show, dict) else None
     window = None

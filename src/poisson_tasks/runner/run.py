@@ -131,8 +131,8 @@ class RunSummary(BaseModel):
         """More than the no-call share of this session's scored episodes broke format clause 1
         (tool-call arguments that are not JSON, or calls written as text): the model's result is
         recorded, but the run says so loudly, since it usually means a serving parser problem."""
-        n = self.scored_this_session
-        return n > 0 and self.malformed_clause1 > self.no_call_max * n
+        scored = self.scored_this_session
+        return scored > 0 and self.malformed_clause1 > self.no_call_max * scored
 
 
 class _Tasks:
@@ -208,33 +208,35 @@ class _Session:
             self.stop_reason, self.detail = reason, detail
         if hard:
             current = asyncio.current_task()
-            for w in self._workers:
-                if w is not current:
-                    w.cancel()
+            for worker in self._workers:
+                if worker is not current:
+                    worker.cancel()
 
     def _abandon(self, trace: Trace) -> None:
         self.abandoned += 1
-        u = episode_usage(trace.replies) if trace.replies else Usage()
-        a = self.abandoned_usage
+        usage = episode_usage(trace.replies) if trace.replies else Usage()
+        before = self.abandoned_usage
         self.abandoned_usage = Usage(
-            prompt_tokens=(a.prompt_tokens or 0) + (u.prompt_tokens or 0),
-            cached_input_tokens=(a.cached_input_tokens or 0) + (u.cached_input_tokens or 0),
-            completion_tokens=(a.completion_tokens or 0) + (u.completion_tokens or 0),
-            reasoning_tokens=(a.reasoning_tokens or 0) + (u.reasoning_tokens or 0),
+            prompt_tokens=(before.prompt_tokens or 0) + (usage.prompt_tokens or 0),
+            cached_input_tokens=(before.cached_input_tokens or 0)
+            + (usage.cached_input_tokens or 0),
+            completion_tokens=(before.completion_tokens or 0) + (usage.completion_tokens or 0),
+            reasoning_tokens=(before.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
         )
-        self.limits.spend.add(u)
+        self.limits.spend.add(usage)
 
     def _abandon_line(self, line: EpisodeLine) -> None:
         """A finished episode whose line the disk refused: counted as abandoned, its spend kept."""
         self.abandoned += 1
-        u, a = line.usage, self.abandoned_usage
+        usage, before = line.usage, self.abandoned_usage
         self.abandoned_usage = Usage(
-            prompt_tokens=(a.prompt_tokens or 0) + (u.prompt_tokens or 0),
-            cached_input_tokens=(a.cached_input_tokens or 0) + (u.cached_input_tokens or 0),
-            completion_tokens=(a.completion_tokens or 0) + (u.completion_tokens or 0),
-            reasoning_tokens=(a.reasoning_tokens or 0) + (u.reasoning_tokens or 0),
+            prompt_tokens=(before.prompt_tokens or 0) + (usage.prompt_tokens or 0),
+            cached_input_tokens=(before.cached_input_tokens or 0)
+            + (usage.cached_input_tokens or 0),
+            completion_tokens=(before.completion_tokens or 0) + (usage.completion_tokens or 0),
+            reasoning_tokens=(before.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
         )
-        self.limits.spend.add(u)
+        self.limits.spend.add(usage)
 
     def hard_stop(self) -> None:
         """Abandon the episodes in flight now (the second signal, or the grace period's end)."""
@@ -242,20 +244,20 @@ class _Session:
 
     def _tally(self, line: EpisodeLine) -> None:
         self.outcomes[line.outcome] += 1
-        p = self.progress
-        p.done += 1
+        progress = self.progress
+        progress.done += 1
         if line.outcome in INSTRUMENT_OUTCOMES:
             self.instrument += 1
-            p.instrument += 1
+            progress.instrument += 1
         else:
-            p.scored += 1
+            progress.scored += 1
             self.passed += line.passed
-            p.passed += line.passed
+            progress.passed += line.passed
             self.clause1 += line.malformed_clause == 1
             self.no_call += line.tool_calls == 0
-        p.tokens = self.limits.spend.tokens
-        p.dollars = self.limits.spend.dollars(self.limits.rates)
-        p.refresh()
+        progress.tokens = self.limits.spend.tokens
+        progress.dollars = self.limits.spend.dollars(self.limits.rates)
+        progress.refresh()
 
     async def _worker(self) -> None:
         try:
@@ -381,18 +383,18 @@ class _Session:
         try:
             results = await asyncio.gather(*self._workers, return_exceptions=True)
         except asyncio.CancelledError:  # Ctrl-C: let every worker record what it abandons
-            for w in self._workers:
-                w.cancel()
+            for worker in self._workers:
+                worker.cancel()
             await asyncio.gather(*self._workers, return_exceptions=True)
             raise
         finally:
             watchdog.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watchdog
-        for r in results:
-            if isinstance(r, Exception) and self.crash is None:
-                self.crash = r
-                self._stop("interrupted", f"the runner failed: {type(r).__name__}: {r}")
+        for result in results:
+            if isinstance(result, Exception) and self.crash is None:
+                self.crash = result
+                self._stop("interrupted", f"the runner failed: {type(result).__name__}: {result}")
         if self.stop_reason is None:
             self.stop_reason = "complete" if next(self._slots, None) is None else "interrupted"
 
@@ -637,13 +639,17 @@ async def _run_plan(
             server.close()
 
 
-def _stopped_line(name: str, s: RunSummary) -> str:
-    spend = f", ${s.dollars:.4f}" if s.dollars is not None else ""
-    hint = "every slot is scored" if s.complete else f"continue with {resume_hint(Path(s.folder))}"
+def _stopped_line(name: str, summary: RunSummary) -> str:
+    spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
+    hint = (
+        "every slot is scored"
+        if summary.complete
+        else f"continue with {resume_hint(Path(summary.folder))}"
+    )
     return (
-        f"stopped by {name}: {s.written} episodes written this session ({s.abandoned} abandoned "
-        f"in flight, their spend recorded); {s.scored}/{s.planned} slots scored, "
-        f"{s.tokens:,} tokens{spend} in all; {hint}"
+        f"stopped by {name}: {summary.written} episodes written this session ({summary.abandoned} abandoned "
+        f"in flight, their spend recorded); {summary.scored}/{summary.planned} slots scored, "
+        f"{summary.tokens:,} tokens{spend} in all; {hint}"
     )
 
 
@@ -703,27 +709,30 @@ def run_preregistration(
 
 def summary_lines(summary: RunSummary) -> list[str]:
     """The summary as the CLI prints it."""
-    s = summary
-    rate = f"{s.passed / s.scored_this_session:.3f}" if s.scored_this_session else "-"
-    spend = f", ${s.dollars:.4f}" if s.dollars is not None else ""
+    rate = (
+        f"{summary.passed / summary.scored_this_session:.3f}"
+        if summary.scored_this_session
+        else "-"
+    )
+    spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
     lines = [
-        f"run {s.folder} session {s.session}: {s.stop_reason}"
-        + (f" ({s.detail})" if s.detail else ""),
-        f"  episodes   {s.written} written this session ({s.instrument} instrument failures, "
-        f"{s.abandoned} abandoned in flight); {s.scored}/{s.planned} slots scored",
-        f"  strict     {s.passed}/{s.scored_this_session} passed ({rate}); "
-        f"{s.no_tool_call} with no tool call; {s.retries} retries",
-        f"  spend      {s.tokens:,} tokens{spend}; {s.seconds:.1f} s",
+        f"run {summary.folder} session {summary.session}: {summary.stop_reason}"
+        + (f" ({summary.detail})" if summary.detail else ""),
+        f"  episodes   {summary.written} written this session ({summary.instrument} instrument failures, "
+        f"{summary.abandoned} abandoned in flight); {summary.scored}/{summary.planned} slots scored",
+        f"  strict     {summary.passed}/{summary.scored_this_session} passed ({rate}); "
+        f"{summary.no_tool_call} with no tool call; {summary.retries} retries",
+        f"  spend      {summary.tokens:,} tokens{spend}; {summary.seconds:.1f} s",
     ]
-    if s.incomplete_arms:
+    if summary.incomplete_arms:
         lines.append(
-            f"  incomplete {', '.join(s.incomplete_arms)}; continue with "
-            f"{resume_hint(Path(s.folder))}"
+            f"  incomplete {', '.join(summary.incomplete_arms)}; continue with "
+            f"{resume_hint(Path(summary.folder))}"
         )
-    if s.unscored_arms:
+    if summary.unscored_arms:
         lines.append(
-            f"  unscored   {', '.join(s.unscored_arms)} hold slots whose only lines are "
-            f"instrument failures; {resume_hint(Path(s.folder))} runs them again"
+            f"  unscored   {', '.join(summary.unscored_arms)} hold slots whose only lines are "
+            f"instrument failures; {resume_hint(Path(summary.folder))} runs them again"
         )
     return lines
 

@@ -54,7 +54,7 @@ def eval_args(
 ) -> list[str]:
     """The vf-eval arguments for one batch (the one-line eval, with the run's decoding)."""
     pr = plan.preregistration
-    d = pr.decoding
+    decoding = pr.decoding
     args = [
         TASKSET_ID,
         "--env.taskset.slots",
@@ -68,11 +68,11 @@ def eval_args(
         "--client.api-key-var",
         _KEY_VAR,
         "--sampling.temperature",
-        repr(d.temperature),
+        repr(decoding.temperature),
         "--sampling.top-p",
-        repr(d.top_p),
+        repr(decoding.top_p),
         "--sampling.max-tokens",
-        str(d.max_completion_tokens),
+        str(decoding.max_completion_tokens),
         "--max-concurrent",
         str(concurrency),
         "--output-dir",
@@ -82,8 +82,8 @@ def eval_args(
         "--no-push",
         "--no-rich",
     ]
-    if d.reasoning_effort is not None:
-        args += ["--sampling.reasoning-effort", d.reasoning_effort]
+    if decoding.reasoning_effort is not None:
+        args += ["--sampling.reasoning-effort", decoding.reasoning_effort]
     return args
 
 
@@ -94,10 +94,10 @@ def _usage(calls: Sequence[Mapping[str, Any]]) -> Usage:
     ud = [u for u in us if isinstance(u, dict)]
 
     def total(key: str) -> int | None:
-        values = [v for u in ud if isinstance(v := u.get(key), int)]
+        values = [count for u in ud if isinstance(count := u.get(key), int)]
         return sum(values) if len(values) == len(ud) else None
 
-    costs = [float(c) for u in ud if isinstance(c := u.get("cost"), (int, float))]
+    costs = [float(cost) for u in ud if isinstance(cost := u.get("cost"), (int, float))]
     return Usage(
         prompt_tokens=total("prompt_tokens"),
         cached_input_tokens=total("cached_input_tokens"),
@@ -118,21 +118,21 @@ def _span(timing: Mapping[str, Any], key: str) -> float | None:
 
 
 def _timing(trace: Mapping[str, Any]) -> Timing:
-    t = trace.get("timing") if isinstance(trace.get("timing"), dict) else {}
-    assert isinstance(t, dict)
-    agent = t.get("agent") if isinstance(t.get("agent"), dict) else {}
+    timing = trace.get("timing") if isinstance(trace.get("timing"), dict) else {}
+    assert isinstance(timing, dict)
+    agent = timing.get("agent") if isinstance(timing.get("agent"), dict) else {}
     assert isinstance(agent, dict)
 
     def duration(part: str) -> float | None:
-        d = agent.get(part)
-        v = d.get("duration") if isinstance(d, dict) else None
-        return float(v) if isinstance(v, (int, float)) else None
+        part_timing = agent.get(part)
+        seconds = part_timing.get("duration") if isinstance(part_timing, dict) else None
+        return float(seconds) if isinstance(seconds, (int, float)) else None
 
     return Timing(
-        episode_s=_span(t, "agent"),
+        episode_s=_span(timing, "agent"),
         model_s=duration("model"),
         harness_s=duration("harness"),
-        setup_s=_span(t, "setup"),
+        setup_s=_span(timing, "setup"),
     )
 
 
@@ -147,18 +147,18 @@ def episode_line(
     assert isinstance(info, dict)
     # The export's own reading (trace.info) is recomputed here from the same calls, so a line is
     # the same whether or not finalize ran (it does not after a provider failure).
-    v = verdict_info(bundle, wire)
+    verdict = verdict_info(bundle, wire)
     exported = info.get(TRACE_INFO_KEY)
-    if isinstance(exported, dict) and exported.get("outcome") != v["outcome"]:
-        v = {
-            **v,
+    if isinstance(exported, dict) and exported.get("outcome") != verdict["outcome"]:
+        verdict = {
+            **verdict,
             "outcome": "verifier_error",
             "strict_label": "verifier_error",
             "passed": False,
             "leaky_pass": False,
             "malformed_clause": None,
             "error": f"the export's verdict ({exported.get('outcome')}) differs from the "
-            f"runner's reading ({v['outcome']}) of the same trace",
+            f"runner's reading ({verdict['outcome']}) of the same trace",
         }
     turns, _, _, _, text_calls = read_turns(wire)
     calls = [c for c in trace.get("calls") or [] if isinstance(c, dict)]
@@ -169,21 +169,21 @@ def episode_line(
         task_id=bundle.task_id,
         session=session,
         resumed=resumed,
-        outcome=v["outcome"],
-        strict_label=v["strict_label"],
-        leaky_pass=v["leaky_pass"],
-        passed=v["passed"],
-        malformed_clause=v["malformed_clause"],
+        outcome=verdict["outcome"],
+        strict_label=verdict["strict_label"],
+        leaky_pass=verdict["leaky_pass"],
+        passed=verdict["passed"],
+        malformed_clause=verdict["malformed_clause"],
         min_calls=bundle.min_calls,
-        tool_calls=v["tool_calls"],
-        model_calls=v["model_calls"],
-        goal_stages=v["goal_stages"],
+        tool_calls=verdict["tool_calls"],
+        model_calls=verdict["model_calls"],
+        goal_stages=verdict["goal_stages"],
         usage=_usage(calls),
         timing=_timing(trace),
         system_fingerprints=["" for _ in calls],
         finish_reasons=[str(c.get("finish_reason") or "") for c in calls],
         unparsed_text_calls=len(text_calls),
-        error=v["error"],
+        error=verdict["error"],
         transcript={
             "harness": "verifiers-null",
             "trace_id": trace.get("id"),
