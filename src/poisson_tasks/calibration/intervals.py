@@ -58,24 +58,24 @@ __all__ = [
 # --------------------------------------------------------------------------- t critical value
 
 
-def _t_two_sided_mass(t: float, df: int) -> float:
-    """P(|T| < t) for Student's t on an integer df (Abramowitz and Stegun 26.7.3 and 26.7.4)."""
-    theta = math.atan(t / math.sqrt(df))
+def _t_two_sided_mass(value: float, df: int) -> float:
+    """P(|T| < value) for Student's t on an integer df (Abramowitz and Stegun 26.7.3 and 26.7.4)."""
+    theta = math.atan(value / math.sqrt(df))
     c2 = math.cos(theta) ** 2
-    s = math.sin(theta)
+    sine = math.sin(theta)
     if df % 2 == 1:
         total, term = 0.0, 1.0
         if df > 1:
             total = term
-            for j in range(1, (df - 3) // 2 + 1):
-                term *= c2 * (2 * j) / (2 * j + 1)
+            for step in range(1, (df - 3) // 2 + 1):
+                term *= c2 * (2 * step) / (2 * step + 1)
                 total += term
-        return 2.0 / math.pi * (theta + s * math.cos(theta) * total)
+        return 2.0 / math.pi * (theta + sine * math.cos(theta) * total)
     total, term = 1.0, 1.0
-    for j in range(1, (df - 2) // 2 + 1):
-        term *= c2 * (2 * j - 1) / (2 * j)
+    for step in range(1, (df - 2) // 2 + 1):
+        term *= c2 * (2 * step - 1) / (2 * step)
         total += term
-    return s * total
+    return sine * total
 
 
 @lru_cache(maxsize=256)
@@ -109,15 +109,15 @@ def t_critical(confidence: float, df: int) -> float:
 
 
 def wilson(
-    p: npt.ArrayLike, n: npt.ArrayLike, crit: npt.ArrayLike
+    proportion: npt.ArrayLike, trials: npt.ArrayLike, crit: npt.ArrayLike
 ) -> tuple[FloatArray, FloatArray]:
-    """Wilson score bounds for a proportion p on n (possibly effective, non-integer) trials."""
-    p_ = np.asarray(p, dtype=np.float64)
-    n_ = np.asarray(n, dtype=np.float64)
+    """Wilson score bounds for a proportion on (possibly effective, non-integer) trials."""
+    prop = np.asarray(proportion, dtype=np.float64)
+    size = np.asarray(trials, dtype=np.float64)
     z2 = np.asarray(crit, dtype=np.float64) ** 2
-    denom = 1.0 + z2 / n_
-    centre = (p_ + z2 / (2.0 * n_)) / denom
-    half = np.sqrt(z2 * (p_ * (1.0 - p_) / n_ + z2 / (4.0 * n_ * n_))) / denom
+    denom = 1.0 + z2 / size
+    centre = (prop + z2 / (2.0 * size)) / denom
+    half = np.sqrt(z2 * (prop * (1.0 - prop) / size + z2 / (4.0 * size * size))) / denom
     return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
 
 
@@ -131,8 +131,8 @@ def few_events(successes: int, failures: int) -> bool:
     return min(successes, failures) < FEW_EVENTS
 
 
-def _as_2d(x: npt.ArrayLike) -> FloatArray:
-    arr = np.asarray(x, dtype=np.float64)
+def _as_2d(values: npt.ArrayLike) -> FloatArray:
+    arr = np.asarray(values, dtype=np.float64)
     return arr.reshape(1, -1) if arr.ndim == 1 else arr
 
 
@@ -156,31 +156,31 @@ def rate_interval_arrays(
 
     Every task must have at least one attempt (the scalar wrapper drops empty tasks first).
     """
-    s = _as_2d(successes)
-    n = _as_2d(attempts)
-    if s.shape != n.shape:
+    succ = _as_2d(successes)
+    att = _as_2d(attempts)
+    if succ.shape != att.shape:
         raise ValueError("successes and attempts must have the same shape")
-    if np.any(n < 1):
+    if np.any(att < 1):
         raise ValueError("every task needs at least one scored attempt")
-    tasks = s.shape[-1]
+    tasks = succ.shape[-1]
     if tasks < 2:
         raise ValueError("an interval needs at least two tasks with scored attempts")
-    rates = s / n
-    p = rates.mean(axis=-1)
-    total = n.sum(axis=-1)
+    rates = succ / att
+    point = rates.mean(axis=-1)
+    total = att.sum(axis=-1)
     var_mean = rates.var(axis=-1, ddof=1) / tasks
-    pq = p * (1.0 - p)
+    pq = point * (1.0 - point)
     with np.errstate(divide="ignore", invalid="ignore"):
         n_eff = np.where(var_mean > 0.0, pq / var_mean, total)
     n_eff = np.clip(n_eff, float(tasks), total)
     crit = t_critical(confidence, tasks - 1)
-    low, high = wilson(p, n_eff, crit)
+    low, high = wilson(point, n_eff, crit)
     bound = exact_all_agree_bound(confidence, tasks)
-    all_pass = np.all(s == n, axis=-1)
-    all_fail = np.all(s == 0, axis=-1)
+    all_pass = np.all(succ == att, axis=-1)
+    all_fail = np.all(succ == 0, axis=-1)
     low = np.where(all_pass, bound, np.where(all_fail, 0.0, low))
     high = np.where(all_fail, 1.0 - bound, np.where(all_pass, 1.0, high))
-    return RateArrays(point=p, low=low, high=high, n_eff=n_eff)
+    return RateArrays(point=point, low=low, high=high, n_eff=n_eff)
 
 
 @dataclass(frozen=True)
@@ -196,36 +196,36 @@ class RateInterval:
 
 
 def _cell(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
-    s = np.asarray(successes, dtype=np.int64)
-    n = np.asarray(attempts, dtype=np.int64)
-    if s.ndim != 1 or s.shape != n.shape:
+    succ = np.asarray(successes, dtype=np.int64)
+    att = np.asarray(attempts, dtype=np.int64)
+    if succ.ndim != 1 or succ.shape != att.shape:
         raise ValueError("successes and attempts must be 1-D arrays of the same length")
-    if np.any(n < 0) or np.any(s < 0) or np.any(s > n):
+    if np.any(att < 0) or np.any(succ < 0) or np.any(succ > att):
         raise ValueError("need 0 <= successes <= attempts for every task")
-    return s.astype(np.float64), n.astype(np.float64)
+    return succ.astype(np.float64), att.astype(np.float64)
 
 
 def rate_interval(
     successes: npt.ArrayLike, attempts: npt.ArrayLike, confidence: float
 ) -> RateInterval:
     """The card's interval for one level's rate; tasks with no scored attempt are left out."""
-    s, n = _cell(successes, attempts)
-    keep = n > 0
-    s, n = s[keep], n[keep]
-    if s.size == 0:
+    succ, att = _cell(successes, attempts)
+    keep = att > 0
+    succ, att = succ[keep], att[keep]
+    if succ.size == 0:
         raise ValueError("cell has no task with a scored attempt")
-    if s.size == 1:  # one task: no spread to read, so nothing narrower than [0, 1] is honest
-        p = float(s[0] / n[0])
-        return RateInterval(p, 0.0, 1.0, 1.0, 1, few_events(int(s[0]), int(n[0] - s[0])))
-    r = rate_interval_arrays(s, n, confidence)
-    succ = int(s.sum())
+    if succ.size == 1:  # one task: no spread to read, so nothing narrower than [0, 1] is honest
+        only = float(succ[0] / att[0])
+        return RateInterval(only, 0.0, 1.0, 1.0, 1, few_events(int(succ[0]), int(att[0] - succ[0])))
+    arrays = rate_interval_arrays(succ, att, confidence)
+    passes = int(succ.sum())
     return RateInterval(
-        point=float(r.point[0]),
-        low=float(r.low[0]),
-        high=float(r.high[0]),
-        n_eff=float(r.n_eff[0]),
-        tasks=int(s.size),
-        few_events=few_events(succ, int(n.sum()) - succ),
+        point=float(arrays.point[0]),
+        low=float(arrays.low[0]),
+        high=float(arrays.high[0]),
+        n_eff=float(arrays.n_eff[0]),
+        tasks=int(succ.size),
+        few_events=few_events(passes, int(att.sum()) - passes),
     )
 
 
@@ -249,11 +249,11 @@ def paired_interval_arrays(
     confidence: float,
 ) -> PairedArrays:
     """MOVER interval of mean(rA) - mean(rB) for each row of aligned (cells, tasks) arrays."""
-    sa, na, sb, nb = (_as_2d(x) for x in (a_succ, a_att, b_succ, b_att))
+    sa, na, sb, nb = (_as_2d(values) for values in (a_succ, a_att, b_succ, b_att))
     if not sa.shape == na.shape == sb.shape == nb.shape:
         raise ValueError("the two levels must be aligned on the same tasks")
-    a = rate_interval_arrays(sa, na, confidence)
-    b = rate_interval_arrays(sb, nb, confidence)
+    rate_a = rate_interval_arrays(sa, na, confidence)
+    rate_b = rate_interval_arrays(sb, nb, confidence)
     ra, rb = sa / na, sb / nb
     tasks = sa.shape[-1]
     ca = ra - ra.mean(axis=-1, keepdims=True)
@@ -264,18 +264,18 @@ def paired_interval_arrays(
     with np.errstate(divide="ignore", invalid="ignore"):
         corr = np.where((sxx > 0.0) & (syy > 0.0), sxy / np.sqrt(sxx * syy), 0.0)
     corr = np.clip(corr, -1.0, 1.0)
-    d = a.point - b.point
-    la, ua = a.point - a.low, a.high - a.point
-    lb, ub = b.point - b.low, b.high - b.point
+    diff = rate_a.point - rate_b.point
+    la, ua = rate_a.point - rate_a.low, rate_a.high - rate_a.point
+    lb, ub = rate_b.point - rate_b.low, rate_b.high - rate_b.point
     low_half = np.sqrt(np.maximum(la * la - 2.0 * corr * la * ub + ub * ub, 0.0))
     high_half = np.sqrt(np.maximum(ua * ua - 2.0 * corr * ua * lb + lb * lb, 0.0))
     floor = 1.0 - exact_all_agree_bound(confidence, tasks)
     no_discord = np.all(ra == rb, axis=-1)
     low_half = np.where(no_discord, np.maximum(low_half, floor), low_half)
     high_half = np.where(no_discord, np.maximum(high_half, floor), high_half)
-    low = np.clip(d - low_half, -1.0, 1.0)
-    high = np.clip(d + high_half, -1.0, 1.0)
-    return PairedArrays(diff=d, low=low, high=high)
+    low = np.clip(diff - low_half, -1.0, 1.0)
+    high = np.clip(diff + high_half, -1.0, 1.0)
+    return PairedArrays(diff=diff, low=low, high=high)
 
 
 @dataclass(frozen=True)
@@ -310,12 +310,12 @@ def paired_interval(
     if used < 2:
         raise ValueError("fewer than two seeds have scored attempts at both levels")
     sa, na, sb, nb = sa[keep], na[keep], sb[keep], nb[keep]
-    r = paired_interval_arrays(sa, na, sb, nb, confidence)
+    arrays = paired_interval_arrays(sa, na, sb, nb, confidence)
     churn = float(np.mean(sa * nb != sb * na))
     return PairedInterval(
-        diff=float(r.diff[0]),
-        low=float(r.low[0]),
-        high=float(r.high[0]),
+        diff=float(arrays.diff[0]),
+        low=float(arrays.low[0]),
+        high=float(arrays.high[0]),
         churn=churn,
         pairs_used=used,
         pairs_dropped=int(keep.size - used),
