@@ -19,6 +19,7 @@ from poisson_tasks.generator import generate
 from poisson_tasks.pins.check import Figure, PinReport, PinVerdict, check_pins
 from poisson_tasks.pins.measure import measure_pins
 from poisson_tasks.pins.rows import ROWS
+from poisson_tasks.tokens import warm
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _MAX_VIOLATION_LINES = 12
@@ -251,6 +252,7 @@ def check_plan(
     else:
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        warm()  # built once here: forked workers inherit the tokenizer instead of each building it
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             results = list(
                 pool.map(_check_contrast, jobs, chunksize=max(1, len(jobs) // (4 * workers)))
