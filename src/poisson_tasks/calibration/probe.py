@@ -138,9 +138,9 @@ class ProbeRegistration(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
 
     def model_named(self, label: str) -> ProbeModel:
-        for m in self.models:
-            if m.label == label:
-                return m
+        for model in self.models:
+            if model.label == label:
+                return model
         raise RunFolderError(
             f"the probe has no model labelled {label!r}; labels: "
             + ", ".join(m.label for m in self.models)
@@ -153,11 +153,11 @@ class ProbeRegistration(BaseModel):
 def knob_arms(knob: str) -> tuple[str, str, str | None]:
     """(base arm, top arm, control arm or None): the lowest and highest candidate levels."""
     lv = levels(knob)
-    k: Knob = parse_arm_id(f"{knob}:{PREFIX[knob]}{lv[0]}").knob  # type: ignore[index]
-    controls = CONTROL_ARMS[k]
+    typed_knob: Knob = parse_arm_id(f"{knob}:{PREFIX[knob]}{lv[0]}").knob  # type: ignore[index]
+    controls = CONTROL_ARMS[typed_knob]
     return (
-        arm_id(ArmSpec(k, lv[0])),
-        arm_id(ArmSpec(k, lv[-1])),
+        arm_id(ArmSpec(typed_knob, lv[0])),
+        arm_id(ArmSpec(typed_knob, lv[-1])),
         controls[0] if controls else None,
     )
 
@@ -242,47 +242,51 @@ def validate_probe(doc: Mapping[str, Any]) -> ProbeRegistration:
         reg = ProbeRegistration.model_validate(dict(doc))
     except ValidationError as exc:
         raise PreregistrationError(_problems(exc)) from None
-    p: list[str] = []
+    problems: list[str] = []
     if not reg.models:
-        p.append("models: empty; name at least one model to probe")
+        problems.append("models: empty; name at least one model to probe")
     seen: set[str] = set()
-    for i, m in enumerate(reg.models):
-        if not _LABEL.match(m.label):
-            p.append(
-                f"models[{i}].label: {m.label!r} must be 1-64 letters, digits, '.', '_' or '-' "
-                "(it names the model's folder)"
+    for index, model in enumerate(reg.models):
+        if not _LABEL.match(model.label):
+            problems.append(
+                f"models[{index}].label: {model.label!r} must be 1-64 letters, digits, '.', '_' "
+                "or '-' (it names the model's folder)"
             )
-        elif m.label in seen:
-            p.append(f"models[{i}].label: {m.label!r} is used twice; give each model its own")
-        seen.add(m.label)
+        elif model.label in seen:
+            problems.append(
+                f"models[{index}].label: {model.label!r} is used twice; give each model its own"
+            )
+        seen.add(model.label)
     if not reg.design.knobs:
-        p.append("design.knobs: empty; list the knobs to probe, e.g. faults, history")
-    for i, k in enumerate(reg.design.knobs):
-        if k not in KNOBS:
-            p.append(f"design.knobs[{i}]: {k!r} is not a knob; knobs: {', '.join(KNOBS)}")
-        elif reg.design.knobs.index(k) != i:
-            p.append(f"design.knobs[{i}]: {k} is listed twice")
+        problems.append("design.knobs: empty; list the knobs to probe, e.g. faults, history")
+    for index, knob in enumerate(reg.design.knobs):
+        if knob not in KNOBS:
+            problems.append(
+                f"design.knobs[{index}]: {knob!r} is not a knob; knobs: {', '.join(KNOBS)}"
+            )
+        elif reg.design.knobs.index(knob) != index:
+            problems.append(f"design.knobs[{index}]: {knob} is listed twice")
     if reg.phase1.tasks < 1 or reg.phase1.attempts < 1:
-        p.append("phase1: tasks and attempts must be 1 or more")
+        problems.append("phase1: tasks and attempts must be 1 or more")
     if reg.phase1.tasks > reg.design.tasks:
-        p.append(f"phase1.tasks: {reg.phase1.tasks} is more than design.tasks")
+        problems.append(f"phase1.tasks: {reg.phase1.tasks} is more than design.tasks")
     if not 0.0 <= reg.phase1.no_call_max < 1.0:
-        p.append(f"phase1.no_call_max: must be in [0, 1), got {reg.phase1.no_call_max}")
-    r = reg.rules
+        problems.append(f"phase1.no_call_max: must be in [0, 1), got {reg.phase1.no_call_max}")
+    rules = reg.rules
     for field in ("bite", "base_floor", "top_ceiling", "length_control_max"):
-        if not 0.0 < getattr(r, field) < 1.0:
-            p.append(f"rules.{field}: must be in (0, 1), got {getattr(r, field)}")
-    if r.reruns < 0:
-        p.append(f"rules.reruns: must be 0 or more, got {r.reruns}")
-    if p:
-        raise PreregistrationError(p)
-    for m in reg.models:  # each model's plans must validate as ordinary pre-registrations
+        if not 0.0 < getattr(rules, field) < 1.0:
+            problems.append(f"rules.{field}: must be in (0, 1), got {getattr(rules, field)}")
+    if rules.reruns < 0:
+        problems.append(f"rules.reruns: must be 0 or more, got {rules.reruns}")
+    if problems:
+        raise PreregistrationError(problems)
+    for model in reg.models:  # each model's plans must validate as ordinary pre-registrations
         try:
-            phase1_plan(reg, m.label)
-            arms_plan(reg, m.label)
+            phase1_plan(reg, model.label)
+            arms_plan(reg, model.label)
         except PreregistrationError as exc:
             raise PreregistrationError(
-                [f"models[{m.label}]: {problem}" for problem in exc.problems]
+                [f"models[{model.label}]: {problem}" for problem in exc.problems]
             ) from None
     return reg
 
@@ -346,12 +350,12 @@ def rerun_folders(root: Path, label: str) -> list[tuple[Path, RerunNote]]:
     base = root / label
     if not base.is_dir():
         return []
-    for f in base.iterdir():
-        m = re.fullmatch(r"rerun-(\d+)\.json", f.name)
-        if m and f.is_file():
-            note = RerunNote.model_validate_json(f.read_bytes())
-            out.append((int(m.group(1)), base / f"rerun-{m.group(1)}", note))
-    return [(d, n) for _, d, n in sorted(out, key=lambda t: t[0])]
+    for entry in base.iterdir():
+        match = re.fullmatch(r"rerun-(\d+)\.json", entry.name)
+        if match and entry.is_file():
+            note = RerunNote.model_validate_json(entry.read_bytes())
+            out.append((int(match.group(1)), base / f"rerun-{match.group(1)}", note))
+    return [(d, n) for _, d, n in sorted(out, key=lambda row: row[0])]
 
 
 # --------------------------------------------------------------------------- the analysis
@@ -475,16 +479,17 @@ class ProbeResult(BaseModel):
 
 
 def rule_text(reg: ProbeRegistration) -> str:
-    r = reg.rules
+    rules = reg.rules
     return (
         f"A knob bites on a model when the interval of Δ (base − top) excludes zero and Δ >= "
-        f"{r.bite:g}; faults, block and arguments need the same drop from their control arm to "
-        f"the top, and shape counts either direction, as long as its length control differs from "
-        f"the base by less than {r.length_control_max:g}. Top easier is the mirror (the interval "
-        f"excludes zero and Δ <= −{r.bite:g}, with the control's drop mirrored likewise). Cannot "
-        f"tell replaces “does not bite” where the base arm passed below {r.base_floor:g}, and "
-        f"“top easier” where the top arm passed above {r.top_ceiling:g}. A knob ships when it "
-        "bites on at least one model and is easier at the top on none."
+        f"{rules.bite:g}; faults, block and arguments need the same drop from their control arm "
+        f"to the top, and shape counts either direction, as long as its length control differs "
+        f"from the base by less than {rules.length_control_max:g}. Top easier is the mirror (the "
+        f"interval excludes zero and Δ <= −{rules.bite:g}, with the control's drop mirrored "
+        f"likewise). Cannot tell replaces “does not bite” where the base arm passed below "
+        f"{rules.base_floor:g}, and “top easier” where the top arm passed above "
+        f"{rules.top_ceiling:g}. A knob ships when it bites on at least one model and is easier "
+        "at the top on none."
     )
 
 
@@ -494,10 +499,10 @@ def _counts(
     index = {s: i for i, s in enumerate(seeds)}
     succ = np.zeros(len(seeds), dtype=np.int64)
     att = np.zeros(len(seeds), dtype=np.int64)
-    for r in recs:
-        if r.arm_id == arm and not r.instrument and r.seed in index:
-            att[index[r.seed]] += 1
-            succ[index[r.seed]] += int(r.strict_pass)
+    for record in recs:
+        if record.arm_id == arm and not record.instrument and record.seed in index:
+            att[index[record.seed]] += 1
+            succ[index[record.seed]] += int(record.strict_pass)
     return succ, att
 
 
@@ -527,25 +532,31 @@ def _contrast(
     model: str,
     knob: str,
     name: Literal["delta", "control", "length control"],
-    a: tuple[str, _Cell],
-    b: tuple[str, _Cell],
+    minuend: tuple[str, _Cell],
+    subtrahend: tuple[str, _Cell],
 ) -> tuple[Contrast, Interval]:
-    res = paired_interval(a[1].succ, a[1].att, b[1].succ, b[1].att, reg.thresholds.confidence)
+    res = paired_interval(
+        minuend[1].succ,
+        minuend[1].att,
+        subtrahend[1].succ,
+        subtrahend[1].att,
+        reg.thresholds.confidence,
+    )
     iv = Interval(low=res.low, high=res.high, point=res.diff)
-    c = Contrast(
+    contrast = Contrast(
         model=model,
         knob=knob,
         name=name,
-        minuend=a[0],
-        subtrahend=b[0],
-        minuend_pass=round_figure(a[1].rate),
-        subtrahend_pass=round_figure(b[1].rate),
+        minuend=minuend[0],
+        subtrahend=subtrahend[0],
+        minuend_pass=round_figure(minuend[1].rate),
+        subtrahend_pass=round_figure(subtrahend[1].rate),
         value=round_figure(res.diff),
         low=round_figure(res.low),
         high=round_figure(res.high),
         pairs=res.pairs_used,
     )
-    return c, iv
+    return contrast, iv
 
 
 def read_verdict(
@@ -558,11 +569,11 @@ def read_verdict(
     top_pass: float,
 ) -> tuple[ProbeVerdict, str]:
     """The verdict of one knob on one model, and a note ("" or what decided it)."""
-    r = reg.rules
-    direction = _distinguishable(delta[0], delta[1], r.bite)
+    rules = reg.rules
+    direction = _distinguishable(delta[0], delta[1], rules.bite)
     note = ""
     if knob == "shape":
-        held = length_control is not None and abs(length_control) < r.length_control_max - 1e-12
+        held = length_control is not None and abs(length_control) < rules.length_control_max - 1e-12
         if direction != 0 and held:
             top = knob_arms(knob)[1]
             return "bites", f"{top} {'harder' if direction > 0 else 'easier'}"
@@ -571,12 +582,12 @@ def read_verdict(
         if knob in CONTROL_DROP_KNOBS:
             if control is None:
                 raise ValueError(f"{knob} needs its control contrast")
-            if _distinguishable(control[0], control[1], r.bite) != direction:
+            if _distinguishable(control[0], control[1], rules.bite) != direction:
                 direction = 0
         verdict = "bites" if direction > 0 else "top easier" if direction < 0 else "does not bite"
-    if verdict == "does not bite" and base_pass < r.base_floor - 1e-12:
+    if verdict == "does not bite" and base_pass < rules.base_floor - 1e-12:
         return "cannot tell", note
-    if verdict == "top easier" and top_pass > r.top_ceiling + 1e-12:
+    if verdict == "top easier" and top_pass > rules.top_ceiling + 1e-12:
         return "cannot tell", f"top passed {top_pass:.3f}"
     return verdict, note
 
@@ -649,22 +660,22 @@ def effective_arm_runs(
 
 
 def _provenance(root: Path, folder: Path, label: str, phase: str) -> RunProvenance:
-    h = read_header(folder)
+    header = read_header(folder)
     return RunProvenance(
         model=label,
         phase=phase,
         folder=folder.relative_to(root).as_posix(),
-        served_model=str(h.preregistration.get("model", {}).get("model", "")),
-        provider=str(h.preregistration.get("model", {}).get("provider", "")),
-        episodes=sum(s.episodes_written for s in h.sessions),
-        sessions=len(h.sessions),
-        stop_reasons=[s.stop_reason for s in h.sessions],
-        preregistration_hash=h.preregistration_hash,
-        seed_list_hash=h.seed_list_hash,
-        generator_hash=h.generator_hash,
-        engine_hash=h.engine_hash,
-        vocabulary_hash=h.vocabulary_hash,
-        package_version=h.package_version,
+        served_model=str(header.preregistration.get("model", {}).get("model", "")),
+        provider=str(header.preregistration.get("model", {}).get("provider", "")),
+        episodes=sum(s.episodes_written for s in header.sessions),
+        sessions=len(header.sessions),
+        stop_reasons=[s.stop_reason for s in header.sessions],
+        preregistration_hash=header.preregistration_hash,
+        seed_list_hash=header.seed_list_hash,
+        generator_hash=header.generator_hash,
+        engine_hash=header.engine_hash,
+        vocabulary_hash=header.vocabulary_hash,
+        package_version=header.package_version,
         records_sha256=records_sha256(folder),
     )
 
@@ -787,10 +798,10 @@ def analyse(root: Path | str) -> ProbeResult:
             else:
                 cells[run.arm] = _Cell(*_counts(recs, run.arm, seeds))
         others = [r for r in provenance if r.model == label and r.sessions > 1]
-        for p in others:
+        for other in others:
             disclosures.append(
-                f"{label}: {p.folder}/ was written in {p.sessions} sessions (stop reasons "
-                f"{', '.join(p.stop_reasons)}); a resumed session runs only slots with no "
+                f"{label}: {other.folder}/ was written in {other.sessions} sessions (stop reasons "
+                f"{', '.join(other.stop_reasons)}); a resumed session runs only slots with no "
                 "scored line."
             )
         disclosures.append(
@@ -851,12 +862,12 @@ def result_json(result: ProbeResult) -> bytes:
 
 
 def _cell_text(result: ProbeResult, row: KnobStatusRow, model: str) -> str:
-    for c in row.cells:
-        if c.model == model:
-            return c.text
-    for u in result.unmeasured:
-        if u.model == model and u.knob == row.knob:
-            return f"not measured: {u.reason}"
+    for cell in row.cells:
+        if cell.model == model:
+            return cell.text
+    for gap in result.unmeasured:
+        if gap.model == model and gap.knob == row.knob:
+            return f"not measured: {gap.reason}"
     return "not measured"
 
 
@@ -893,21 +904,24 @@ def render_probe(result: ProbeResult) -> str:
     out.append("")
     out.append("| model | knob | contrast | arms | pass@1 | difference [interval] | tasks |")
     out.append("|---|---|---|---|---|---|---|")
-    for c in result.contrasts:
+    for contrast in result.contrasts:
         out.append(
-            f"| {c.model} | {c.knob} | {c.name} | {c.minuend} − {c.subtrahend} | "
-            f"{c.minuend_pass:.3f} − {c.subtrahend_pass:.3f} | {c.figure.text} | {c.pairs} |"
+            f"| {contrast.model} | {contrast.knob} | {contrast.name} | "
+            f"{contrast.minuend} − {contrast.subtrahend} | "
+            f"{contrast.minuend_pass:.3f} − {contrast.subtrahend_pass:.3f} | "
+            f"{contrast.figure.text} | {contrast.pairs} |"
         )
     out.append("")
     out.append("## Arm attempts")
     out.append("")
     out.append("| model | arm | folder | episodes | scored | instrument rate | void | used |")
     out.append("|---|---|---|---|---|---|---|---|")
-    for a in result.arm_runs:
+    for attempt in result.arm_runs:
         out.append(
-            f"| {a.model} | {a.arm} | {a.folder} | {a.episodes} | {a.scored}/{a.planned} | "
-            f"{a.instrument_rate:.3f} | {'yes' if a.void else 'no'} | "
-            f"{'yes' if a.used else 'no (kept)'} |"
+            f"| {attempt.model} | {attempt.arm} | {attempt.folder} | {attempt.episodes} | "
+            f"{attempt.scored}/{attempt.planned} | "
+            f"{attempt.instrument_rate:.3f} | {'yes' if attempt.void else 'no'} | "
+            f"{'yes' if attempt.used else 'no (kept)'} |"
         )
     out.append("")
     out.append("## Disclosures")
@@ -921,11 +935,13 @@ def render_probe(result: ProbeResult) -> str:
         "generator | engine | records sha256 |"
     )
     out.append("|---|---|---|---|---|---|---|---|---|---|")
-    for p in result.provenance:
+    for provenance in result.provenance:
         out.append(
-            f"| {p.model} | {p.phase} | {p.folder} | {p.provider} `{p.served_model}` | "
-            f"{p.episodes} | {p.sessions} | {p.preregistration_hash[:16]} | "
-            f"{p.generator_hash[:16]} | {p.engine_hash[:16]} | {p.records_sha256[:16]} |"
+            f"| {provenance.model} | {provenance.phase} | {provenance.folder} | "
+            f"{provenance.provider} `{provenance.served_model}` | "
+            f"{provenance.episodes} | {provenance.sessions} | "
+            f"{provenance.preregistration_hash[:16]} | {provenance.generator_hash[:16]} | "
+            f"{provenance.engine_hash[:16]} | {provenance.records_sha256[:16]} |"
         )
     out.append("")
     return "\n".join(out)
@@ -933,7 +949,7 @@ def render_probe(result: ProbeResult) -> str:
 
 def write_result(root: Path, result: ProbeResult) -> tuple[Path, Path]:
     """Write probe.json and probe.md into the probe folder; returns their paths."""
-    j, m = root / RESULT_JSON, root / RESULT_MD
-    j.write_bytes(result_json(result))
-    m.write_text(render_probe(result), encoding="utf-8")
-    return j, m
+    json_path, md_path = root / RESULT_JSON, root / RESULT_MD
+    json_path.write_bytes(result_json(result))
+    md_path.write_text(render_probe(result), encoding="utf-8")
+    return json_path, md_path

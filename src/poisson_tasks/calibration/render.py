@@ -35,8 +35,8 @@ FEW_EVENTS_NOTE = "few events: interval wide"
 __all__ = ["level_columns", "percent", "render_document", "render_knob"]
 
 
-def _rate(x: float | None) -> str:
-    return NA if x is None else f"{x:.3f}"
+def _rate(value: float | None) -> str:
+    return NA if value is None else f"{value:.3f}"
 
 
 def _interval(fig: RateFigure | None) -> str:
@@ -51,19 +51,19 @@ def percent(confidence: float) -> str:
     return f"{confidence * 100:g}%"
 
 
-def _num(x: float | None, missing: str = NOT_RECORDED) -> str:
+def _num(value: float | None, missing: str = NOT_RECORDED) -> str:
     """A count-like figure: an integer prints bare, anything else with one decimal."""
-    if x is None:
+    if value is None:
         return missing
-    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
-def _secs(x: float | None) -> str:
-    return NOT_RECORDED if x is None else f"{x:.2f}"
+def _secs(seconds: float | None) -> str:
+    return NOT_RECORDED if seconds is None else f"{seconds:.2f}"
 
 
-def _usd(x: float | None, missing: str) -> str:
-    return missing if x is None else f"${x:,.4f}"
+def _usd(dollars: float | None, missing: str) -> str:
+    return missing if dollars is None else f"${dollars:,.4f}"
 
 
 def _level(arm_id: str) -> str:
@@ -78,13 +78,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def level_columns(confidence: float) -> tuple[str, ...]:
     """The level table's header, with the card's own confidence level in the interval columns."""
-    c = percent(confidence)
+    level = percent(confidence)
     return (
         LEVEL_COLUMNS[0],
         LEVEL_COLUMNS[1],
-        f"{c} interval",
+        f"{level} interval",
         LEVEL_COLUMNS[3],
-        f"leaky {c} interval",
+        f"leaky {level} interval",
         *LEVEL_COLUMNS[5:],
     )
 
@@ -109,10 +109,10 @@ LEVEL_COLUMNS = (
 )
 
 
-def _pass_at(cell: Cell, k: int) -> str:
-    for p in cell.pass_at_k:
-        if p.k == k:
-            return _rate(p.value)
+def _pass_at(cell: Cell, attempts: int) -> str:
+    for figure in cell.pass_at_k:
+        if figure.k == attempts:
+            return _rate(figure.value)
     return NA
 
 
@@ -126,8 +126,8 @@ def _saturated(cell: Cell, depth: bool) -> str:
 
 
 def _instrument(cell: Cell) -> str:
-    i = cell.instrument
-    return "0" if i.count == 0 else f"{i.count} ({_rate(i.rate)})"
+    instrument = cell.instrument
+    return "0" if instrument.count == 0 else f"{instrument.count} ({_rate(instrument.rate)})"
 
 
 def _level_row(cell: Cell, depth: bool) -> list[str]:
@@ -165,50 +165,54 @@ def _row(cell: Cell, depth: bool) -> list[str]:
     return _level_row(cell, depth) if cell.published else _withheld_row(cell)
 
 
-def _verdict(c: Comparison) -> str:
-    if c.verdict == "left_out":
-        return f"left out: {c.reason}"
-    if c.verdict == "too_small":
+def _verdict(comparison: Comparison) -> str:
+    if comparison.verdict == "left_out":
+        return f"left out: {comparison.reason}"
+    if comparison.verdict == "too_small":
         return "too small for this design to call"
-    direction = "falls" if (c.diff or 0.0) > 0 else "rises"
-    return f"distinguishable (the rate {direction} at `{_level(c.upper)}`)"
+    direction = "falls" if (comparison.diff or 0.0) > 0 else "rises"
+    return f"distinguishable (the rate {direction} at `{_level(comparison.upper)}`)"
 
 
 def _comparison_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
     rows = []
-    for c in comparisons:
-        interval = NA if c.low is None or c.high is None else f"[{c.low:.3f}, {c.high:.3f}]"
+    for comparison in comparisons:
+        interval = (
+            NA
+            if comparison.low is None or comparison.high is None
+            else f"[{comparison.low:.3f}, {comparison.high:.3f}]"
+        )
         rows.append(
             [
-                f"`{_level(c.lower)}` → `{_level(c.upper)}`",
-                _rate(c.diff),
+                f"`{_level(comparison.lower)}` → `{_level(comparison.upper)}`",
+                _rate(comparison.diff),
                 interval,
-                _rate(c.churn),
-                str(c.pairs_used),
-                _verdict(c),
+                _rate(comparison.churn),
+                str(comparison.pairs_used),
+                _verdict(comparison),
             ]
         )
     return rows
 
 
-def _ordering(o: Ordering) -> str:
-    if o.verdict == "yes":
+def _ordering(ordering: Ordering) -> str:
+    if ordering.verdict == "yes":
         text = "yes"
-    elif o.verdict == "no":
-        text = f"no ({', '.join(o.rising)} rises distinguishably)"
+    elif ordering.verdict == "no":
+        text = f"no ({', '.join(ordering.rising)} rises distinguishably)"
     else:
-        text = f"cannot tell ({', '.join(o.left_out)} left out)"
-    if o.saturated:
-        text += f"; saturated on {o.rate}: {', '.join(f'`{s}`' for s in o.saturated)}"
+        text = f"cannot tell ({', '.join(ordering.left_out)} left out)"
+    if ordering.saturated:
+        text += f"; saturated on {ordering.rate}: {', '.join(f'`{s}`' for s in ordering.saturated)}"
     return text
 
 
-def _knob_section(a: Artifact, table: KnobTable) -> list[str]:
+def _knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
     depth = table.knob == "depth"
-    cells = [a.cell(arm) for arm in table.levels]
+    cells = [artifact.cell(arm) for arm in table.levels]
     title = f"## `{table.knob}`: one row per level (read on {table.read_on} pass@1)"
     out = ["", title, ""]
-    out += _table(level_columns(a.thresholds.confidence), [_row(c, depth) for c in cells])
+    out += _table(level_columns(artifact.thresholds.confidence), [_row(c, depth) for c in cells])
     rates = ("leaky", "strict") if depth else ("strict",)
     for rate in rates:
         comps = [c for c in table.comparisons if c.rate == rate]
@@ -220,7 +224,7 @@ def _knob_section(a: Artifact, table: KnobTable) -> list[str]:
             (
                 "pair",
                 "difference (lower − upper)",
-                f"paired {percent(a.thresholds.confidence)} interval",
+                f"paired {percent(artifact.thresholds.confidence)} interval",
                 "churn",
                 "seeds",
                 "verdict",
@@ -245,8 +249,8 @@ def render_knob(artifact: Artifact, knob: str) -> str:
     raise KeyError(f"the card has no knob {knob!r}")
 
 
-def _controls_section(a: Artifact) -> list[str]:
-    if not a.controls:
+def _controls_section(artifact: Artifact) -> list[str]:
+    if not artifact.controls:
         return []
     out = [
         "",
@@ -256,64 +260,64 @@ def _controls_section(a: Artifact) -> list[str]:
         "block or prompt length). They are not levels, and no comparison or ordering reads them.",
         "",
     ]
-    header = level_columns(a.thresholds.confidence)
-    return out + _table(header, [_row(a.cell(arm), False) for arm in a.controls])
+    header = level_columns(artifact.thresholds.confidence)
+    return out + _table(header, [_row(artifact.cell(arm), False) for arm in artifact.controls])
 
 
-def _concurrency(p: Provenance) -> str:
+def _concurrency(provenance: Provenance) -> str:
     """How many episodes were in flight at once, per session when the sessions differ."""
-    per_session = sorted({s.concurrency for s in p.sessions if s.concurrency is not None})
+    per_session = sorted({s.concurrency for s in provenance.sessions if s.concurrency is not None})
     if len(per_session) > 1:
         return f"{', '.join(map(str, per_session))} episodes in flight at once, by session"
-    value = per_session[0] if per_session else p.concurrency
+    value = per_session[0] if per_session else provenance.concurrency
     return NOT_RECORDED if value is None else f"{value} episodes in flight at once"
 
 
-def _arm_rows(a: Artifact) -> list[Cell]:
+def _arm_rows(artifact: Artifact) -> list[Cell]:
     """Every arm in card order: each knob's levels, then the control arms."""
-    order = [arm for t in a.knobs for arm in t.levels] + list(a.controls)
-    return [a.cell(arm) for arm in order]
+    order = [arm for t in artifact.knobs for arm in t.levels] + list(artifact.controls)
+    return [artifact.cell(arm) for arm in order]
 
 
-def _cost_sections(a: Artifact) -> list[str]:
-    cells = _arm_rows(a)
+def _cost_sections(artifact: Artifact) -> list[str]:
+    cells = _arm_rows(artifact)
     calls = []
     time = []
-    for c in cells:
-        k = c.costs
-        if k is None:
-            reason = "withheld" if not c.published else "no scored episode"
-            calls.append([f"`{c.arm_id}`", *([reason] * 8)])
-            time.append([f"`{c.arm_id}`", *([reason] * 7)])
+    for cell in cells:
+        costs = cell.costs
+        if costs is None:
+            reason = "withheld" if not cell.published else "no scored episode"
+            calls.append([f"`{cell.arm_id}`", *([reason] * 8)])
+            time.append([f"`{cell.arm_id}`", *([reason] * 7)])
             continue
         calls.append(
             [
-                f"`{c.arm_id}`",
-                _num(k.mean_model_calls),
-                _num(k.median_model_calls),
-                _num(k.mean_tool_calls),
-                _num(k.median_tool_calls),
-                _num(k.mean_tokens),
-                _num(k.median_tokens),
-                _num(k.p90_tokens),
+                f"`{cell.arm_id}`",
+                _num(costs.mean_model_calls),
+                _num(costs.median_model_calls),
+                _num(costs.mean_tool_calls),
+                _num(costs.median_tool_calls),
+                _num(costs.mean_tokens),
+                _num(costs.median_tokens),
+                _num(costs.p90_tokens),
                 NA
-                if k.mean_tokens is not None and k.tokens_per_strict_pass is None
-                else _num(k.tokens_per_strict_pass),
+                if costs.mean_tokens is not None and costs.tokens_per_strict_pass is None
+                else _num(costs.tokens_per_strict_pass),
             ]
         )
         time.append(
             [
-                f"`{c.arm_id}`",
-                _secs(k.episode_s_median),
-                _secs(k.episode_s_p90),
-                _secs(k.model_s_median),
-                _secs(k.model_s_p90),
-                _secs(k.harness_s_median),
-                _secs(k.harness_s_p90),
-                _secs(k.setup_s_median),
+                f"`{cell.arm_id}`",
+                _secs(costs.episode_s_median),
+                _secs(costs.episode_s_p90),
+                _secs(costs.model_s_median),
+                _secs(costs.model_s_p90),
+                _secs(costs.harness_s_median),
+                _secs(costs.harness_s_p90),
+                _secs(costs.setup_s_median),
             ]
         )
-    concurrency = _concurrency(a.provenance)
+    concurrency = _concurrency(artifact.provenance)
     out = ["", "## Cost: calls and tokens per episode (scored episodes)", ""]
     out += _table(
         (
@@ -353,7 +357,7 @@ def _cost_sections(a: Artifact) -> list[str]:
         )
     else:
         out.append(f"No episode of this run kept time: every time figure reads {NOT_RECORDED}.")
-    rates = a.provenance.rates
+    rates = artifact.provenance.rates
     if rates is None:
         rate_line = "No rate was declared for this model, so the card has no computed dollars."
     else:
@@ -372,22 +376,25 @@ def _cost_sections(a: Artifact) -> list[str]:
     ]
     missing_usd = "no rate" if rates is None else NOT_RECORDED
     rows = []
-    for label, t in [(f"`{c.arm_id}`", c.totals) for c in cells] + [("all arms", a.run_totals)]:
+    for label, totals in [(f"`{c.arm_id}`", c.totals) for c in cells] + [
+        ("all arms", artifact.run_totals)
+    ]:
         provider = (
             "not reported"
-            if t.provider_usd is None
-            else f"{_usd(t.provider_usd, NOT_RECORDED)} ({t.provider_usd_episodes} episodes)"
+            if totals.provider_usd is None
+            else f"{_usd(totals.provider_usd, NOT_RECORDED)} "
+            f"({totals.provider_usd_episodes} episodes)"
         )
         rows.append(
             [
                 label,
-                str(t.episodes),
-                _num(t.prompt_tokens),
-                _num(t.cached_input_tokens),
-                _num(t.completion_tokens),
-                _num(t.reasoning_tokens),
-                _rate(t.reasoning_share),
-                _usd(t.computed_usd, missing_usd),
+                str(totals.episodes),
+                _num(totals.prompt_tokens),
+                _num(totals.cached_input_tokens),
+                _num(totals.completion_tokens),
+                _num(totals.reasoning_tokens),
+                _rate(totals.reasoning_share),
+                _usd(totals.computed_usd, missing_usd),
                 provider,
             ]
         )
@@ -408,10 +415,12 @@ def _cost_sections(a: Artifact) -> list[str]:
     return out
 
 
-def _mapping(m: dict[str, Any]) -> str:
-    if not m:
+def _mapping(mapping: dict[str, Any]) -> str:
+    if not mapping:
         return NOT_RECORDED
-    return ", ".join(f"{k} {'not set' if m[k] is None else m[k]}" for k in sorted(m))
+    return ", ".join(
+        f"{k} {'not set' if mapping[k] is None else mapping[k]}" for k in sorted(mapping)
+    )
 
 
 def _thresholds(th: Thresholds) -> str:
@@ -423,87 +432,94 @@ def _thresholds(th: Thresholds) -> str:
     )
 
 
-def _count(n: int | None, unit: str) -> str:
-    return f"{n:,} {unit}" if n is not None else f"{unit} {NOT_RECORDED}"
+def _count(amount: int | None, unit: str) -> str:
+    return f"{amount:,} {unit}" if amount is not None else f"{unit} {NOT_RECORDED}"
 
 
-def _llamacpp_lines(f: LlamaCppFacts) -> list[str]:
+def _llamacpp_lines(facts: LlamaCppFacts) -> list[str]:
     """What a llama.cpp server reported about itself and the file it serves (self-served)."""
-    server = f" ({f.server})" if f.server else ""
-    threads = f"{f.threads} thread(s)" if f.threads is not None else f"threads {NOT_RECORDED}"
-    slots = f"{f.slots} slot(s)" if f.slots is not None else f"slots {NOT_RECORDED}"
-    sha = f"`{f.model_sha256}`" if f.model_sha256 else NOT_RECORDED
+    server = f" ({facts.server})" if facts.server else ""
+    threads = (
+        f"{facts.threads} thread(s)" if facts.threads is not None else f"threads {NOT_RECORDED}"
+    )
+    slots = f"{facts.slots} slot(s)" if facts.slots is not None else f"slots {NOT_RECORDED}"
+    sha = f"`{facts.model_sha256}`" if facts.model_sha256 else NOT_RECORDED
     tools = {True: "lists tools", False: "lists no tools", None: "tool support not reported"}
     return [
-        f"- llama.cpp: build {f.build or NOT_RECORDED}{server}; {threads}, {slots}, context "
-        f"{_count(f.n_ctx, 'tokens')}" + (f"; started by {f.started_by}" if f.started_by else ""),
-        f"- model file: {f.model_file or NOT_RECORDED}, {_count(f.model_bytes, 'bytes')}, "
-        f"quantisation {f.quantization or NOT_RECORDED}, {_count(f.parameters, 'parameters')}",
-        f"- model file sha256: {sha} ({f.sha256_from})",
-        f"- chat template: {f.template or NOT_RECORDED}, sha256 "
-        + (f"`{f.template_sha256}`" if f.template_sha256 else NOT_RECORDED)
-        + f" ({tools[f.template_tools]})",
+        f"- llama.cpp: build {facts.build or NOT_RECORDED}{server}; {threads}, {slots}, context "
+        f"{_count(facts.n_ctx, 'tokens')}"
+        + (f"; started by {facts.started_by}" if facts.started_by else ""),
+        f"- model file: {facts.model_file or NOT_RECORDED}, {_count(facts.model_bytes, 'bytes')}, "
+        f"quantisation {facts.quantization or NOT_RECORDED}, "
+        f"{_count(facts.parameters, 'parameters')}",
+        f"- model file sha256: {sha} ({facts.sha256_from})",
+        f"- chat template: {facts.template or NOT_RECORDED}, sha256 "
+        + (f"`{facts.template_sha256}`" if facts.template_sha256 else NOT_RECORDED)
+        + f" ({tools[facts.template_tools]})",
     ]
 
 
-def _serving_lines(p: Provenance) -> list[str]:
-    s = p.serving
-    served = f"- served: {s.kind}" + (
-        f" ({s.provider})" if s.provider and s.provider != s.kind else ""
+def _serving_lines(provenance: Provenance) -> list[str]:
+    serving = provenance.serving
+    served = f"- served: {serving.kind}" + (
+        f" ({serving.provider})" if serving.provider and serving.provider != serving.kind else ""
     )
-    lines = [f"- model: `{p.model}`", served]
-    if s.policy:
-        lines.append(f"- reference policy: `{s.policy}`")
-    if s.kind == "self-served" or s.stack or s.gpu or s.weights_revision:
+    lines = [f"- model: `{provenance.model}`", served]
+    if serving.policy:
+        lines.append(f"- reference policy: `{serving.policy}`")
+    if serving.kind == "self-served" or serving.stack or serving.gpu or serving.weights_revision:
         lines += [
-            f"- serving stack: {s.stack or NOT_RECORDED} {s.stack_version or ''}".rstrip(),
-            f"- serving flags: {' '.join(s.flags) if s.flags else NOT_RECORDED}",
-            f"- GPU: {s.gpu or NOT_RECORDED}",
-            f"- weights revision: {s.weights_revision or NOT_RECORDED}",
+            f"- serving stack: {serving.stack or NOT_RECORDED} "
+            f"{serving.stack_version or ''}".rstrip(),
+            f"- serving flags: {' '.join(serving.flags) if serving.flags else NOT_RECORDED}",
+            f"- GPU: {serving.gpu or NOT_RECORDED}",
+            f"- weights revision: {serving.weights_revision or NOT_RECORDED}",
         ]
-    if s.context_window is not None:
-        lines.append(f"- context window: {s.context_window} tokens (as the server reported it)")
-    if s.llamacpp is not None:
-        lines += _llamacpp_lines(s.llamacpp)
+    if serving.context_window is not None:
+        lines.append(
+            f"- context window: {serving.context_window} tokens (as the server reported it)"
+        )
+    if serving.llamacpp is not None:
+        lines += _llamacpp_lines(serving.llamacpp)
     return lines
 
 
-def _observed_lines(o: ServingObserved | None) -> list[str]:
+def _observed_lines(observed: ServingObserved | None) -> list[str]:
     """What the responses showed about the serving (model cards)."""
-    if o is None:
+    if observed is None:
         return []
-    if o.system_fingerprints:
-        fps = ", ".join(f"`{k}` x{v}" for k, v in o.system_fingerprints.items())
+    if observed.system_fingerprints:
+        fps = ", ".join(f"`{k}` x{v}" for k, v in observed.system_fingerprints.items())
         fps += (
-            f"; none on {o.responses_without_fingerprint}"
-            if o.responses_without_fingerprint
+            f"; none on {observed.responses_without_fingerprint}"
+            if observed.responses_without_fingerprint
             else ""
         )
     else:
-        fps = f"null (none of {o.responses} responses carried one)"
-    share = f"{o.estimated_share:.1%}" if o.estimated_share is not None else "-"
+        fps = f"null (none of {observed.responses} responses carried one)"
+    share = f"{observed.estimated_share:.1%}" if observed.estimated_share is not None else "-"
     overflow = (
-        f"{o.context_overflow} episodes ("
-        + ", ".join(f"`{a}` {n}" for a, n in o.context_overflow_by_arm.items())
+        f"{observed.context_overflow} episodes ("
+        + ", ".join(f"`{a}` {n}" for a, n in observed.context_overflow_by_arm.items())
         + "), scored turn_limit and kept in the denominator"
-        if o.context_overflow
+        if observed.context_overflow
         else "0 episodes"
     )
     return [
-        f"- system_fingerprint over {o.responses} responses: {fps}",
+        f"- system_fingerprint over {observed.responses} responses: {fps}",
         f"- tokens estimated with the pinned tokenizer (responses without usage): "
-        f"{o.estimated_tokens:,} ({share} of all tokens)",
+        f"{observed.estimated_tokens:,} ({share} of all tokens)",
         f"- context overflow: {overflow}",
     ]
 
 
-def _provenance_section(a: Artifact) -> list[str]:
-    p = a.provenance
+def _provenance_section(artifact: Artifact) -> list[str]:
+    provenance = artifact.provenance
     sessions = (
         "; ".join(
             f"#{s.index} {s.started_at} to {s.ended_at or 'not recorded'}, {s.episodes_written} "
             f"episodes, stopped: {s.stop_reason}" + (f" ({s.detail})" if s.detail else "")
-            for s in p.sessions
+            for s in provenance.sessions
         )
         or NOT_RECORDED
     )
@@ -511,67 +527,76 @@ def _provenance_section(a: Artifact) -> list[str]:
         "",
         "## Provenance",
         "",
-        f"- package version: {p.package_version}",
-        f"- harness: {p.harness}; verifiers: {p.verifiers_version or NOT_RECORDED}",
-        f"- engine hash: `{p.engine_hash}`",
-        f"- generator hash: `{p.generator_hash}` "
+        f"- package version: {provenance.package_version}",
+        f"- harness: {provenance.harness}; "
+        f"verifiers: {provenance.verifiers_version or NOT_RECORDED}",
+        f"- engine hash: `{provenance.engine_hash}`",
+        f"- generator hash: `{provenance.generator_hash}` "
         + (
-            f"(stale: this install's is `{a.installed_generator_hash}`)"
-            if a.stale
+            f"(stale: this install's is `{artifact.installed_generator_hash}`)"
+            if artifact.stale
             else "(this install's)"
         ),
-        f"- vocabulary hash: `{p.vocabulary_hash}`",
-        f"- seed list hash: `{p.seed_list_hash}`",
-        f"- seeds ({len(p.seeds)}): {', '.join(str(s) for s in p.seeds)}",
-        f"- environment hash: `{p.environment_hash}` ({describe_environment_hash(p.environment_hash)})",
-        f"- pre-registration hash: `{p.preregistration_hash}`",
-        f"- records sha256: `{p.records_sha256}`",
-        *_serving_lines(p),
-        *_observed_lines(a.serving_observed),
-        f"- decoding: {_mapping(p.decoding)}",
-        f"- budget: {_mapping(p.budget)}",
-        f"- turn limit: {p.turn_limit if p.turn_limit is not None else NOT_RECORDED} model calls",
-        f"- concurrency: {_concurrency(p)}",
-        f"- arms ({len(p.arms)}), tasks per level {len(p.seeds)}, attempts per task {p.attempts}",
-        f"- verifier strictness: {', '.join(p.strictness)}",
+        f"- vocabulary hash: `{provenance.vocabulary_hash}`",
+        f"- seed list hash: `{provenance.seed_list_hash}`",
+        f"- seeds ({len(provenance.seeds)}): {', '.join(str(s) for s in provenance.seeds)}",
+        f"- environment hash: `{provenance.environment_hash}` "
+        f"({describe_environment_hash(provenance.environment_hash)})",
+        f"- pre-registration hash: `{provenance.preregistration_hash}`",
+        f"- records sha256: `{provenance.records_sha256}`",
+        *_serving_lines(provenance),
+        *_observed_lines(artifact.serving_observed),
+        f"- decoding: {_mapping(provenance.decoding)}",
+        f"- budget: {_mapping(provenance.budget)}",
+        f"- turn limit: {NOT_RECORDED if provenance.turn_limit is None else provenance.turn_limit}"
+        " model calls",
+        f"- concurrency: {_concurrency(provenance)}",
+        f"- arms ({len(provenance.arms)}), tasks per level {len(provenance.seeds)}, "
+        f"attempts per task {provenance.attempts}",
+        f"- verifier strictness: {', '.join(provenance.strictness)}",
         f"- sessions: {sessions}",
-        f"- thresholds: {_thresholds(a.thresholds)}",
+        f"- thresholds: {_thresholds(artifact.thresholds)}",
     ]
-    if a.thresholds != p.thresholds:
-        lines.append(f"- thresholds the run declared: {_thresholds(p.thresholds)}")
-    if p.own_tools is not None:
+    if artifact.thresholds != provenance.thresholds:
+        lines.append(f"- thresholds the run declared: {_thresholds(provenance.thresholds)}")
+    if provenance.own_tools is not None:
         lines.append(
-            f"- own tools: {len(p.own_tools.names)} from {p.own_tools.file}, sha256 "
-            f"`{p.own_tools.sha256}`, in place of the read tools"
+            f"- own tools: {len(provenance.own_tools.names)} from {provenance.own_tools.file}, "
+            "sha256 "
+            f"`{provenance.own_tools.sha256}`, in place of the read tools"
         )
-    cards = ", ".join(a.published_cards) if a.published_cards else "none"
+    cards = ", ".join(artifact.published_cards) if artifact.published_cards else "none"
     lines.append(f"- published cards it was checked against: {cards}")
     return lines
 
 
-def _summary(a: Artifact) -> list[str]:
-    cells = a.cells
+def _summary(artifact: Artifact) -> list[str]:
+    cells = artifact.cells
     planned = sum(c.planned for c in cells)
     episodes = sum(c.episodes for c in cells)
     scored = sum(c.scored for c in cells)
     failed = sum(c.instrument.count for c in cells)
-    p = a.provenance
+    provenance = artifact.provenance
     lines = [
-        f"{len(cells)} arms × {len(p.seeds)} tasks × {p.attempts} attempts: {planned} episodes "
-        f"planned, {episodes} written, {scored} scored, {failed} failed on the instrument's side. "
-        f"The run's last session stopped with {p.stop_reason or 'no session recorded'}.",
+        f"{len(cells)} arms × {len(provenance.seeds)} tasks × {provenance.attempts} attempts: "
+        f"{planned} episodes planned, {episodes} written, {scored} scored, {failed} failed on "
+        "the instrument's side. The run's last session stopped with "
+        f"{provenance.stop_reason or 'no session recorded'}.",
     ]
-    peak = a.no_call_peak
+    peak = artifact.no_call_peak
     if peak is not None:
         lines.append(
             f"The no-call refusal passed: the highest no-call share in any cell is "
-            f"{peak.share:.3f}, on `{peak.arm_id}` (the limit is {a.thresholds.no_call_max:g})."
+            f"{peak.share:.3f}, on `{peak.arm_id}` "
+            f"(the limit is {artifact.thresholds.no_call_max:g})."
         )
     withheld = [c.arm_id for c in cells if not c.published]
     if withheld:
         lines.append(
             "Withheld for instrument failures above "
-            f"{a.thresholds.instrument_max:g}: " + ", ".join(f"`{w}`" for w in withheld) + "."
+            f"{artifact.thresholds.instrument_max:g}: "
+            + ", ".join(f"`{w}`" for w in withheld)
+            + "."
         )
     incomplete = [c.arm_id for c in cells if c.incomplete]
     if incomplete:
@@ -579,45 +604,44 @@ def _summary(a: Artifact) -> list[str]:
     return lines
 
 
-def _banner(a: Artifact) -> list[str]:
+def _banner(artifact: Artifact) -> list[str]:
     out = []
-    if a.kind == "reference-policy":
+    if artifact.kind == "reference-policy":
         out.append(
             "> **Reference policy.** Every figure below is a scripted baseline's, served by "
             "poisson-tasks itself: it shows how the instrument reads a known behaviour and is "
             "no language model's result."
         )
-    if a.stale:
+    if artifact.stale:
         out.append(
             f"> **Stale.** This card was made with generator build "
-            f"`{short_hash(a.provenance.generator_hash)}`; this install's is "
-            f"`{short_hash(a.installed_generator_hash)}`. The tasks it measured are not the ones "
-            "this install generates."
+            f"`{short_hash(artifact.provenance.generator_hash)}`; this install's is "
+            f"`{short_hash(artifact.installed_generator_hash)}`. The tasks it measured are not "
+            "the ones this install generates."
         )
     return out
 
 
 def render_document(artifact: Artifact) -> str:
     """The card as markdown: tables per knob, controls, costs, provenance and closing texts."""
-    a = artifact
     title = (
-        f"# Reference-policy card: `{a.provenance.serving.policy or a.model}`"
-        if a.kind == "reference-policy"
-        else f"# Card: `{a.model}`"
+        f"# Reference-policy card: `{artifact.provenance.serving.policy or artifact.model}`"
+        if artifact.kind == "reference-policy"
+        else f"# Card: `{artifact.model}`"
     )
     out = [title, ""]
-    banner = _banner(a)
+    banner = _banner(artifact)
     if banner:
         out += [*banner, ""]
-    out += _summary(a)
-    for table in a.knobs:
-        out += _knob_section(a, table)
-    out += _controls_section(a)
-    out += _cost_sections(a)
-    out += _provenance_section(a)
-    out += ["", "## What this card is", "", a.statements.what_it_is]
+    out += _summary(artifact)
+    for table in artifact.knobs:
+        out += _knob_section(artifact, table)
+    out += _controls_section(artifact)
+    out += _cost_sections(artifact)
+    out += _provenance_section(artifact)
+    out += ["", "## What this card is", "", artifact.statements.what_it_is]
     out += ["", "## What this card does not claim", ""]
-    out += [f"- {c.text}" for c in a.statements.does_not_claim]
-    if a.statements.depth_note:
-        out += ["", "## How depth is read", "", a.statements.depth_note]
+    out += [f"- {c.text}" for c in artifact.statements.does_not_claim]
+    if artifact.statements.depth_note:
+        out += ["", "## How depth is read", "", artifact.statements.depth_note]
     return "\n".join(out) + "\n"
