@@ -18,15 +18,17 @@ import pytest
 
 from poisson_tasks import golden
 from poisson_tasks.arms import ArmSpec, all_arms, arm_id
-from poisson_tasks.bundle import TaskBundle
-from poisson_tasks.generator import assemble
+from poisson_tasks.bundle import TaskBundle, digest
+from poisson_tasks.generator import assemble, generate
 from poisson_tasks.generator.assemble import BUILDERS
 from poisson_tasks.generator.draft import Draft
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.golden import SweepFingerprint, fingerprint_differences, sweep_fingerprint
 from poisson_tasks.pins import PinReport
+from poisson_tasks.verifier import verify
 
 STORED = Path(__file__).parent / "golden" / "sweep_fingerprint.json"
+_UNHASHED = ("task_id", "pins")
 _FIX = "python scripts/update_golden.py --sweep-fingerprint, only if the change is deliberate"
 
 
@@ -55,12 +57,12 @@ def test_the_full_sweep_is_byte_identical() -> None:
     assert now.sweep == stored["sweep"], _FIX
 
 
-def _one_byte_off(target: str, seed: int) -> Callable[[ArmSpec, Scenario, Draft], TaskBundle]:
+def _one_byte_off(target: str, seed: int) -> Callable[..., TaskBundle]:
     """seal(), except one byte of one task's system prompt differs."""
     real = assemble.seal
 
-    def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
-        bundle = real(spec, sc, draft)
+    def seal(spec: ArmSpec, sc: Scenario, draft: Draft, *, controls: bool = True) -> TaskBundle:
+        bundle = real(spec, sc, draft, controls=controls)
         if arm_id(spec) != target or sc.seed != seed:
             return bundle
         text = bundle.system_prompt
@@ -104,10 +106,44 @@ def test_a_hash_left_in_a_field_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     """Masking is checked: a field that carries a hash the mask missed stops the fingerprint."""
     real = assemble.seal
 
-    def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
-        bundle = real(spec, sc, draft)
+    def seal(spec: ArmSpec, sc: Scenario, draft: Draft, *, controls: bool = True) -> TaskBundle:
+        bundle = real(spec, sc, draft, controls=controls)
         return bundle.model_copy(update={"system_filler": bundle.generator_hash})
 
     monkeypatch.setattr(assemble, "seal", seal)
     with pytest.raises(AssertionError, match="is not masked"):
         sweep_fingerprint(knobs=("spread",), seeds=1)
+
+
+def test_task_id_is_the_digest_of_the_bundles_fields() -> None:
+    """seal() digests plain forms of the fields; they must give the model-walking digest's bytes.
+
+    With controls=False the bundle has no negative controls, yet the same task id.
+    """
+    for knob in BUILDERS:
+        for spec in all_arms(knob):
+            for seed in (0, 7, 199):
+                bundle = generate(spec, seed)
+                fields = {
+                    k: getattr(bundle, k) for k in TaskBundle.model_fields if k not in _UNHASHED
+                }
+                assert bundle.task_id == digest(fields), (spec.id, seed)
+                lean = generate(spec, seed, controls=False)
+                assert lean.negative_controls == {} and lean.task_id == bundle.task_id
+                assert lean.model_copy(update={"negative_controls": {}}) == lean
+                full = lean.model_copy(update={"negative_controls": bundle.negative_controls})
+                assert full.canonical() == bundle.canonical()
+
+
+def test_assembled_is_model_construct() -> None:
+    bundle = generate("depth:d3", 5)
+    verdict = verify(bundle, [[c] for c in bundle.reference_calls], True, False)
+    controls = bundle.negative_controls
+    made_calls = [controls[k].turns[0][0] for k in controls if k.startswith("malformed_call")]
+    for made in (bundle, verdict, *controls.values(), *made_calls):
+        values = {k: getattr(made, k) for k in type(made).model_fields}
+        again = type(made).model_construct(**values)
+        assert again == made
+        assert list(again.__dict__) == list(made.__dict__)
+        assert again.model_fields_set == made.model_fields_set
+        assert repr(again) == repr(made)

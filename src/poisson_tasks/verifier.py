@@ -11,7 +11,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from poisson_tasks.bundle import TaskBundle, ToolCall
+from poisson_tasks.bundle import TaskBundle, ToolCall, assembled
 from poisson_tasks.domain.engine import LedgerState, apply, initial_state
 from poisson_tasks.domain.ledger import EngineConfig, Row
 
@@ -81,6 +81,9 @@ def _malformed_clause(call: ToolCall, config: EngineConfig) -> int | None:
     return None
 
 
+_NO_FORMAT_NOTES = FormatReport()  # frozen, so one instance serves every verify() without a report
+
+
 def _error(detail: str) -> EpisodeVerdict:
     return EpisodeVerdict(
         outcome="verifier_error",
@@ -104,7 +107,7 @@ def verify(
 ) -> EpisodeVerdict:
     """Judge one episode by replaying its calls through the engine; never raises."""
     try:
-        return _verify(bundle, turns, ended_with_reply, turn_limit_hit, fmt or FormatReport())
+        return _verify(bundle, turns, ended_with_reply, turn_limit_hit, fmt or _NO_FORMAT_NOTES)
     except Exception as exc:  # an instrument condition, never the model's fault
         return _error(f"{type(exc).__name__}: {exc}")
 
@@ -131,11 +134,12 @@ def _verify(
                 clause = malformed
             state, line = apply(config, state, call.name, call.arguments)
             observations.append(line)
+    goals = bundle.goal
     stages = {(r.ledger, r.record_id): r.stage for r in state.rows}
-    goal_stages = [stages.get((g.ledger, g.record_id), _UNSEEN) for g in bundle.goal]
-    reached = all(s >= g.stage for s, g in zip(goal_stages, bundle.goal, strict=True))
-    over = any(s > g.stage for s, g in zip(goal_stages, bundle.goal, strict=True))
-    goal_keys = {(g.ledger, g.record_id) for g in bundle.goal}
+    goal_stages = [stages.get((g.ledger, g.record_id), _UNSEEN) for g in goals]
+    reached = all(s >= g.stage for s, g in zip(goal_stages, goals, strict=True))
+    over = any(s > g.stage for s, g in zip(goal_stages, goals, strict=True))
+    goal_keys = {(g.ledger, g.record_id) for g in goals}
     before = {(r.ledger, r.record_id): r.stage for r in bundle.initial_state}
     collateral = any(
         stage != before.get(key) for key, stage in stages.items() if key not in goal_keys
@@ -154,15 +158,18 @@ def _verify(
     else:
         label = "passed"
     leaky = label in LEAKY_PASSES
-    return EpisodeVerdict.model_construct(
-        outcome=label,
-        strict_label=label,
-        leaky_pass=leaky,
-        passed=(label == "passed") if bundle.verifier == "strict" else leaky,
-        malformed_clause=clause if label == "malformed_call" else None,
-        calls=calls,
-        goal_stages=goal_stages,
-        observations=observations,
-        final_state=list(state.rows),
-        detail="",
+    return assembled(
+        EpisodeVerdict,
+        {
+            "outcome": label,
+            "strict_label": label,
+            "leaky_pass": leaky,
+            "passed": (label == "passed") if bundle.verifier == "strict" else leaky,
+            "malformed_clause": clause if label == "malformed_call" else None,
+            "calls": calls,
+            "goal_stages": goal_stages,
+            "observations": observations,
+            "final_state": list(state.rows),
+            "detail": "",
+        },
     )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
 from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
-from poisson_tasks.bundle import TaskBundle, digest
+from poisson_tasks.bundle import TaskBundle, assembled, canonical_model
 from poisson_tasks.domain.engine import apply, initial_state, line_status
-from poisson_tasks.domain.ledger import EngineConfig
+from poisson_tasks.domain.ledger import EngineConfig, Row
 from poisson_tasks.errors import ArmError, GeneratorFault
 from poisson_tasks.generator import (
     arguments,
@@ -21,7 +22,7 @@ from poisson_tasks.generator import (
     similarity,
     spread,
 )
-from poisson_tasks.generator.controls import negative_controls
+from poisson_tasks.generator.controls import control_plans
 from poisson_tasks.generator.draft import Draft
 from poisson_tasks.generator.prompts import SYSTEM_PROMPT, render
 from poisson_tasks.generator.scenario import Scenario, check_seed, draw_scenario
@@ -47,12 +48,16 @@ def _spec(arm: ArmSpec | str) -> ArmSpec:
     return parse_arm_id(arm) if isinstance(arm, str) else arm
 
 
-def generate(arm: ArmSpec | str, seed: int) -> TaskBundle:
+def generate(arm: ArmSpec | str, seed: int, *, controls: bool = True) -> TaskBundle:
     """The task of `arm` at `seed`: the same bytes in every process, platform and Python version.
 
     `bundle.pins` is empty: the pin ledger sits above the generator, and
     `poisson_tasks.pins.pinned_bundle(arm, seed)` returns the bundle with its measurements filled
     in. task_id excludes pins, so both carry the same id.
+
+    controls=False leaves `negative_controls` empty, for a caller that only runs the task (the
+    runner never reads them): the task id is still the whole task's, and every other field is
+    the same, but its canonical() bytes are not the task's, so never publish or hash that bundle.
     """
     spec = _spec(arm)
     check_seed(seed)
@@ -62,10 +67,25 @@ def generate(arm: ArmSpec | str, seed: int) -> TaskBundle:
             f"knob {spec.knob!r} has no generator in this build; generated knobs: {', '.join(BUILDERS)}"
         )
     sc = draw_scenario(spec.split, seed)
-    return seal(spec, sc, builder(spec, sc))
+    return seal(spec, sc, builder(spec, sc), controls=controls)
 
 
-def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
+def _rows(rows: tuple[Row, ...]) -> list[tuple[object, ...]]:
+    return [tuple(row) for row in rows]  # plain tuples: JSON arrays without orjson's fallback
+
+
+def _engine_plain(config: EngineConfig) -> dict[str, Any]:
+    """The engine config's JSON form, built directly (its __dict__ also holds a binding lookup)."""
+    return {
+        "key": config.key,
+        "rows": _rows(config.rows),
+        "bindings": [binding.__dict__ for binding in config.bindings],
+        "faults": [fault.__dict__ for fault in config.faults],
+        "start_seq": config.start_seq,
+    }
+
+
+def seal(spec: ArmSpec, sc: Scenario, draft: Draft, *, controls: bool = True) -> TaskBundle:
     """Turn a draft into a bundle: schemas, engine config, replayed reference, controls, task_id."""
     config = EngineConfig(
         key=sc.key,
@@ -95,35 +115,68 @@ def seal(spec: ArmSpec, sc: Scenario, draft: Draft) -> TaskBundle:
         prompt = prompt_text
     system = SYSTEM_PROMPT + (" " + draft.system_filler if draft.system_filler else "")
     tools = block_schemas(tuple(draft.bindings))
-    controls = negative_controls(
+    plans = control_plans(
         config, {b.name for b in draft.bindings}, draft.goals, draft.reference, draft.bystander
     )
-    typed: dict[str, Any] = {
-        "arm_id": arm_id(spec),
+    name = arm_id(spec)
+    hashes = (engine_hash(), generator_hash(), vocabulary_hash())
+    # The task id digests every field but task_id and pins, in their JSON form. It is built here
+    # from plain values (a model's fields are its __dict__, a row a tuple), which orjson writes
+    # without calling back into Python; canonical_model's fallback still covers anything else,
+    # and a test holds task_id equal to the digest of the finished bundle's fields.
+    hashed: dict[str, Any] = {
+        "arm_id": name,
         "seed": sc.seed,
         "split": spec.split,
         "system_prompt": system,
         "prompt": prompt,
         "tools": tools,
-        "goal": draft.goals,
-        "reference_calls": draft.reference,
+        "goal": [goal.__dict__ for goal in draft.goals],
+        "reference_calls": [call.__dict__ for call in draft.reference],
         "reference_observations": observations,
-        "negative_controls": controls,
+        "negative_controls": {outcome: plan.plain() for outcome, plan in plans.items()},
         "verifier": spec.strictness,
-        "pins": {},
-        "engine_hash": engine_hash(),
-        "generator_hash": generator_hash(),
-        "vocabulary_hash": vocabulary_hash(),
-        "initial_state": list(config.rows),
-        "expected_final_state": list(state.rows),
+        "engine_hash": hashes[0],
+        "generator_hash": hashes[1],
+        "vocabulary_hash": hashes[2],
+        "initial_state": _rows(config.rows),
+        "expected_final_state": _rows(state.rows),
         "min_calls": spec.min_calls,
         "reference_turns": spec.reference_turns,
-        "prompt_parts": parts,
+        "prompt_parts": parts.__dict__,
         "system_filler": draft.system_filler,
-        "engine": config,
+        "engine": _engine_plain(config),
     }
+    task_id = hashlib.sha256(canonical_model(hashed)).hexdigest()
     # Built from values this module made and typed itself, so validation is skipped; a test
     # holds that every generated bundle survives a full model_validate round trip unchanged.
-    fields = {k: v for k, v in typed.items() if k != "pins"}
-    task_id = digest(fields)
-    return TaskBundle.model_construct(task_id=task_id, **typed)
+    return assembled(
+        TaskBundle,
+        {
+            "task_id": task_id,
+            "arm_id": name,
+            "seed": sc.seed,
+            "split": spec.split,
+            "system_prompt": system,
+            "prompt": prompt,
+            "tools": tools,
+            "goal": draft.goals,
+            "reference_calls": draft.reference,
+            "reference_observations": observations,
+            "negative_controls": (
+                {outcome: plan.episode() for outcome, plan in plans.items()} if controls else {}
+            ),
+            "verifier": spec.strictness,
+            "pins": {},
+            "engine_hash": hashes[0],
+            "generator_hash": hashes[1],
+            "vocabulary_hash": hashes[2],
+            "initial_state": list(config.rows),
+            "expected_final_state": list(state.rows),
+            "min_calls": spec.min_calls,
+            "reference_turns": spec.reference_turns,
+            "prompt_parts": parts,
+            "system_filler": draft.system_filler,
+            "engine": config,
+        },
+    )
