@@ -1,5 +1,9 @@
 """build_artifact: every figure of a card from its records, with the refusals enforced here.
 
+A run folder is read in one streamed pass (artifact_from_run, card_from_run): each line is
+checked and counted into a RunTally as it is read, so no episode is held; build_artifact counts
+records already in memory into the same tally, and both compute the card from it.
+
 Refusals:
 - no-call: a cell in which more than `no_call_max` of the scored episodes made no tool call is
   not published, and neither is the card that holds it: CardRefusal (exit 1) names every such
@@ -12,8 +16,8 @@ Refusals:
 from __future__ import annotations
 
 import shlex
-from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from poisson_tasks.arms import KNOBS, parse_arm_id
@@ -28,37 +32,45 @@ from poisson_tasks.calibration.artifact import (
 from poisson_tasks.calibration.comparisons import knob_table
 from poisson_tasks.calibration.figures import CellCounts, build_cell, no_call_share, totals
 from poisson_tasks.calibration.manifest import published_facts
-from poisson_tasks.calibration.provenance import Provenance, provenance_from_run
-from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
+from poisson_tasks.calibration.provenance import Provenance, provenance_from_header
+from poisson_tasks.calibration.records import EpisodeRecord, RecordStream, episode_rows
 from poisson_tasks.calibration.statements import build_statements
+from poisson_tasks.calibration.tally import RunTally
 from poisson_tasks.errors import CardRefusal, RunFolderError
 from poisson_tasks.hashes import generator_hash
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder import RunHeader, read_header
 
-__all__ = ["build_artifact", "card_from_run", "serving_observed"]
+__all__ = [
+    "artifact_from_run",
+    "artifact_from_tally",
+    "build_artifact",
+    "card_from_run",
+    "serving_observed",
+    "tally_records",
+]
 
 
-def _group(
-    records: Sequence[EpisodeRecord], provenance: Provenance
-) -> dict[str, list[EpisodeRecord]]:
-    plan, seeds = set(provenance.arms), set(provenance.seeds)
-    groups: dict[str, list[EpisodeRecord]] = {a: [] for a in provenance.arms}
+def tally_records(records: Iterable[EpisodeRecord], provenance: Provenance) -> RunTally:
+    """A run's tally from records already in memory (build_artifact's input)."""
+    tally = RunTally(provenance.arms, provenance.seeds, provenance.attempts)
+    seeds = set(provenance.seeds)
     for record in records:
-        if record.arm_id not in plan or record.seed not in seeds:
+        if record.arm_id not in tally.cells or record.seed not in seeds:
             raise RunFolderError(
                 f"record {record.arm_id} seed {record.seed} is outside the provenance's plan; build the "
                 "card from the records and provenance of the same run folder"
             )
-        groups[record.arm_id].append(record)
-    return groups
+        tally.add(record.row())
+    return tally
 
 
-def _refuse_no_call(groups: dict[str, list[EpisodeRecord]], th: Thresholds) -> NoCallPeak | None:
+def _refuse_no_call(tally: RunTally, th: Thresholds) -> NoCallPeak | None:
     """Raise CardRefusal when a cell is over the no-call limit; else the highest share seen."""
     peak: NoCallPeak | None = None
     over: list[str] = []
-    for arm, recs in groups.items():
-        share = no_call_share([r for r in recs if not r.instrument])
+    for arm, cell in tally.cells.items():
+        share = no_call_share(cell)
         if share is None:
             continue
         if peak is None or share > peak.share:
@@ -89,7 +101,7 @@ def _knob_tables(
 
 
 def build_artifact(
-    records: Sequence[EpisodeRecord],
+    records: Iterable[EpisodeRecord],
     provenance: Provenance,
     thresholds: Thresholds | None = None,
     *,
@@ -102,19 +114,41 @@ def build_artifact(
     generator hash (for staleness) defaults to this install's, and the published cards (for the
     "does not claim" lines) to the ones in the repository's calibration folder.
     """
+    return artifact_from_tally(
+        tally_records(records, provenance),
+        provenance,
+        thresholds,
+        installed_generator_hash=installed_generator_hash,
+        published=published,
+    )
+
+
+def artifact_from_tally(
+    tally: RunTally,
+    provenance: Provenance,
+    thresholds: Thresholds | None = None,
+    *,
+    installed_generator_hash: str | None = None,
+    published: Sequence[PublishedFacts] | None = None,
+) -> Artifact:
+    """build_artifact from a run's tally (its records already counted, in file order)."""
     th = thresholds if thresholds is not None else provenance.thresholds
     installed = installed_generator_hash
     if installed is None:
         installed = generator_hash()
     if published is None:
         published = published_facts()
-    groups = _group(records, provenance)
-    peak = _refuse_no_call(groups, th)
+    peak = _refuse_no_call(tally, th)
     cells: list[Cell] = []
     counts: dict[str, CellCounts] = {}
-    for arm, recs in groups.items():
+    for arm, cell_tally in tally.cells.items():
         cell, cc = build_cell(
-            parse_arm_id(arm), recs, provenance.seeds, provenance.attempts, th, provenance.rates
+            parse_arm_id(arm),
+            cell_tally,
+            provenance.seeds,
+            provenance.attempts,
+            th,
+            provenance.rates,
         )
         cells.append(cell)
         counts[arm] = cc
@@ -130,42 +164,57 @@ def build_artifact(
         cells=cells,
         knobs=knobs,
         controls=[c.arm_id for c in cells if c.control],
-        run_totals=totals(records, provenance.rates),
+        run_totals=totals(tally.totals, provenance.rates),
         no_call_peak=peak,
         published_cards=sorted(p.name for p in published),
         statements=build_statements(kind, provenance, cells, knobs, installed, published, th),
-        serving_observed=serving_observed(records, provenance) if kind == "model" else None,
+        serving_observed=serving_observed(tally, provenance) if kind == "model" else None,
     )
 
 
-def serving_observed(
-    records: Sequence[EpisodeRecord], provenance: Provenance
-) -> ServingObserved | None:
+def serving_observed(tally: RunTally, provenance: Provenance) -> ServingObserved | None:
     """Fingerprints, estimated tokens and context overflows over every episode line (a model card
     only: a reference policy's fingerprint is a constant of the policy)."""
-    fingerprints: Counter[str] = Counter()
-    overflows: Counter[str] = Counter()
-    responses = without = estimated = total = 0
-    for record in records:
-        responses += len(record.system_fingerprints)
-        for fp in record.system_fingerprints:
-            if fp:
-                fingerprints[fp] += 1
-            else:
-                without += 1
-        estimated += record.estimated_tokens or 0
-        total += record.tokens or 0
-        if record.context_overflow:
-            overflows[record.arm_id] += 1
+    fingerprints, overflows = tally.fingerprints, tally.overflows
+    estimated, total = tally.estimated_tokens, tally.all_tokens
     return ServingObserved(
-        responses=responses,
+        responses=tally.responses,
         system_fingerprints=dict(sorted(fingerprints.items())) if fingerprints else None,
-        responses_without_fingerprint=without,
+        responses_without_fingerprint=tally.without_fingerprint,
         estimated_tokens=estimated,
         estimated_share=round(estimated / total, 6) if total else None,
         context_overflow=sum(overflows.values()),
         context_overflow_by_arm=dict(sorted(overflows.items())),
         context_window=provenance.serving.context_window,
+    )
+
+
+def _tallied(folder: Path) -> tuple[RunTally, RunHeader, RecordStream]:
+    """One streamed pass over a run folder: every episode line read, checked against the
+    header's plan and counted, the lines hashed on the way; no episode is kept."""
+    header = read_header(folder)
+    stream = RecordStream(folder)
+    tally = RunTally(header.arms, header.seeds, header.attempts)
+    for row in episode_rows(stream, header):
+        tally.add(row)
+    return tally, header, stream
+
+
+def artifact_from_run(
+    folder: Path | str,
+    thresholds: Thresholds | None = None,
+    *,
+    installed_generator_hash: str | None = None,
+    published: Sequence[PublishedFacts] | None = None,
+) -> Artifact:
+    """build_artifact(records_from_run(folder), provenance_from_run(folder)) in one streamed pass."""
+    tally, header, stream = _tallied(Path(folder))
+    return artifact_from_tally(
+        tally,
+        provenance_from_header(header, stream.sha256, stream.written),
+        thresholds,
+        installed_generator_hash=installed_generator_hash,
+        published=published,
     )
 
 
@@ -176,19 +225,18 @@ def card_from_run(
     installed_generator_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
 ) -> Artifact:
-    """records_from_run, provenance_from_run and build_artifact on one run folder.
-
-    A folder with no scored episode (a run stopped before its first, or only instrument failures)
-    is refused with CardRefusal: a card of nothing but "n/a" would read as a result."""
-    records = records_from_run(folder)
-    if not any(not r.instrument for r in records):
+    """artifact_from_run, refusing a folder with no scored episode (a run stopped before its
+    first, or only instrument failures) with CardRefusal: a card of nothing but "n/a" would read
+    as a result."""
+    tally, header, stream = _tallied(Path(folder))
+    if not tally.scored:
         raise CardRefusal(
-            f"{folder} holds no scored episode yet ({len(records)} instrument failures): nothing "
-            f"to card; run it first: poisson-tasks run --resume {shlex.quote(str(folder))}"
+            f"{folder} holds no scored episode yet ({tally.totals.episodes} instrument failures): "
+            f"nothing to card; run it first: poisson-tasks run --resume {shlex.quote(str(folder))}"
         )
-    return build_artifact(
-        records,
-        provenance_from_run(folder),
+    return artifact_from_tally(
+        tally,
+        provenance_from_header(header, stream.sha256, stream.written),
         thresholds,
         installed_generator_hash=installed_generator_hash,
         published=published,

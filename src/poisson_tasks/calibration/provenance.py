@@ -18,7 +18,6 @@ What the card reads from the header's free-form parts, as the runner writes them
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +32,7 @@ from pydantic import (
 )
 
 from poisson_tasks.arms import parse_arm_id
-from poisson_tasks.calibration.records import episode_lines, records_sha256
+from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
@@ -322,5 +321,7 @@ def provenance_from_header(
 def provenance_from_run(folder: Path | str) -> Provenance:
     """The Provenance block of a run folder (header plus the hash of its episode lines)."""
     path = Path(folder)
-    written = Counter(line.session for _, line in episode_lines(path))
-    return provenance_from_header(read_header(path), records_sha256(path), written)
+    stream = RecordStream(path)
+    for _ in stream:  # one pass: every line checked and hashed, lines counted per session
+        pass
+    return provenance_from_header(read_header(path), stream.sha256, stream.written)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.beside import differences
-from poisson_tasks.calibration.build import build_artifact
+from poisson_tasks.calibration.build import artifact_from_run
 from poisson_tasks.calibration.cardjson import read_card_json
 from poisson_tasks.calibration.manifest import (
     CARD_NAME,
@@ -35,8 +35,7 @@ from poisson_tasks.calibration.manifest import (
     write_manifest,
 )
 from poisson_tasks.calibration.output import CARD_JSON, CARD_MD, card_files
-from poisson_tasks.calibration.provenance import provenance_from_run
-from poisson_tasks.calibration.records import EPISODES_GZ, records_from_run
+from poisson_tasks.calibration.records import EPISODES_GZ
 from poisson_tasks.calibration.render import percent
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
 from poisson_tasks.runfolder import EPISODES, HEADER, read_header
@@ -78,9 +77,7 @@ def rebuild_published(name: str, directory: Path | None = None) -> Artifact:
     """Rebuild one published card from its stored records, against every published card's facts."""
     base = published_dir(directory)
     folder = base / name
-    return build_artifact(
-        records_from_run(folder), provenance_from_run(folder), published=published_facts(base)
-    )
+    return artifact_from_run(folder, published=published_facts(base))
 
 
 def _first_difference(stored: bytes, rebuilt: bytes) -> tuple[int, str, str]:
@@ -172,7 +169,7 @@ def store_published(run_dir: Path | str, name: str, directory: Path | None = Non
     read_header(run)  # a run folder, or RunFolderError
     if not (run / EPISODES).is_file():
         raise PublishedCardError(f"{run} has no {EPISODES}: only a finished run can be published")
-    build_artifact(records_from_run(run), provenance_from_run(run), published=[])  # refusals first
+    artifact_from_run(run, published=[])  # refusals first
     base = published_dir(directory)
     folder = base / name
     folder.mkdir(parents=True, exist_ok=True)

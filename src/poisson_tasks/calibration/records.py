@@ -3,33 +3,86 @@
 One record per episode line. Tokens follow the run folder's convention: `prompt_tokens` is the
 uncached input, `cached_input_tokens` the cached input, and `completion_tokens` already holds the
 reasoning tokens, so an episode's tokens are prompt + cached input + completion and nothing else.
+
+Reading is one streamed pass (RecordStream): each complete line is hashed as it is read, parsed
+with orjson, and only the fields a card reads are kept (the transcript is parsed but dropped). A
+line in the runner's own form is checked field by field here, against the same types, keys and
+outcome names as runfolder.EpisodeLine; any other line (a coerced value, an unknown key, invalid
+JSON) goes through EpisodeLine itself, so it is read or refused exactly as pydantic would.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-from collections.abc import Iterator
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.arms import ArmSpec, Knob, parse_arm_id
 from poisson_tasks.errors import ArmError, RunFolderError
-from poisson_tasks.runfolder import EPISODES, EpisodeLine, RunHeader, read_header
-from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, Outcome
+from poisson_tasks.runfolder import EPISODES, EpisodeLine, RunHeader, Timing, Usage, read_header
+from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES, Outcome
 
 EPISODES_GZ = EPISODES + ".gz"
 
 __all__ = [
     "EPISODES_GZ",
     "EpisodeRecord",
+    "EpisodeRow",
+    "RecordStream",
     "episode_lines",
+    "episode_rows",
     "records_from_lines",
     "records_from_run",
     "records_sha256",
 ]
+
+
+class EpisodeRow(NamedTuple):
+    """An EpisodeRecord's fields as a plain tuple: what a streamed card holds per line in flight."""
+
+    arm_id: str
+    knob: Knob
+    level: int
+    control: bool
+    seed: int
+    attempt: int
+    task_id: str
+    session: int
+    resumed: bool
+    outcome: Outcome
+    instrument: bool
+    strict_pass: bool
+    leaky_pass: bool
+    overshoot: bool
+    tool_calls: int
+    model_calls: int
+    min_calls: int
+    prompt_tokens: int | None
+    cached_input_tokens: int | None
+    completion_tokens: int | None
+    reasoning_tokens: int | None
+    provider_cost_usd: float | None
+    episode_s: float | None
+    model_s: float | None
+    harness_s: float | None
+    setup_s: float | None
+    estimated_tokens: int | None
+    context_overflow: bool
+    system_fingerprints: list[str | None]
+
+    @property
+    def tokens(self) -> int | None:
+        """Prompt + cached input + completion; None unless prompt and completion were reported."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None
+        return self.prompt_tokens + (self.cached_input_tokens or 0) + self.completion_tokens
 
 
 class EpisodeRecord(BaseModel):
@@ -83,6 +136,9 @@ class EpisodeRecord(BaseModel):
         """At least one tool call but fewer than the task's minimum (disjoint from no tool call)."""
         return 0 < self.tool_calls < self.min_calls
 
+    def row(self) -> EpisodeRow:
+        return EpisodeRow(*(getattr(self, name) for name in EpisodeRow._fields))
+
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """Complete lines with their numbers; a torn last line (a kill mid-write) is never read."""
@@ -105,6 +161,9 @@ def _open(path: Path) -> BinaryIO:
     return path.open("rb")
 
 
+_UNREADABLE = (OSError, EOFError, zlib.error)  # zlib.error: a damaged gzip stream
+
+
 def episode_lines(folder: Path) -> Iterator[tuple[int, EpisodeLine]]:
     """(line number, episode) for every complete line of episodes.jsonl or episodes.jsonl.gz."""
     path = _episodes_path(folder)
@@ -113,15 +172,17 @@ def episode_lines(folder: Path) -> Iterator[tuple[int, EpisodeLine]]:
     try:
         with _open(path) as fh:
             for number, raw in _lines(fh):
-                try:
-                    yield number, EpisodeLine.model_validate_json(raw)
-                except ValueError as exc:
-                    first = str(exc).splitlines()[0]
-                    raise RunFolderError(
-                        f"{path}:{number} is not an episode line: {first}"
-                    ) from exc
-    except (OSError, EOFError) as exc:  # a damaged gzip stream
+                yield number, _episode_line(path, number, raw)
+    except _UNREADABLE as exc:
         raise RunFolderError(f"{path} cannot be read: {exc}") from exc
+
+
+def _episode_line(path: Path, number: int, raw: bytes) -> EpisodeLine:
+    try:
+        return EpisodeLine.model_validate_json(raw)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0]
+        raise RunFolderError(f"{path}:{number} is not an episode line: {first}") from exc
 
 
 def records_sha256(folder: Path) -> str:
@@ -133,100 +194,258 @@ def records_sha256(folder: Path) -> str:
             with _open(path) as fh:
                 for _, raw in _lines(fh):
                     hasher.update(raw)
-        except (OSError, EOFError) as exc:
+        except _UNREADABLE as exc:
             raise RunFolderError(f"{path} cannot be read: {exc}") from exc
     return hasher.hexdigest()
 
 
-class _Plan:
-    """The header's plan as lookups, with each arm id parsed once."""
+# ------------------------------------------------------------------ the streamed, checked reader
 
-    def __init__(self, header: RunHeader) -> None:
-        self.seeds = frozenset(header.seeds)
-        self.attempts = header.attempts
-        self.specs: dict[str, ArmSpec] = {}
-        for arm in header.arms:
-            try:
-                self.specs[arm] = parse_arm_id(arm)
-            except ArmError as exc:
-                raise RunFolderError(f"run.json: arms: {exc}") from exc
+_NONE = type(None)
+# The JSON types each field of EpisodeLine (and of its usage and timing) is read from unchanged:
+# a value of another type is coerced or refused by pydantic, so its line goes to EpisodeLine.
+LINE_TYPES: dict[str, frozenset[type]] = {
+    "arm_id": frozenset({str}),
+    "seed": frozenset({int}),
+    "attempt": frozenset({int}),
+    "task_id": frozenset({str}),
+    "session": frozenset({int}),
+    "resumed": frozenset({bool}),
+    "outcome": frozenset({str}),
+    "strict_label": frozenset({str}),
+    "leaky_pass": frozenset({bool}),
+    "passed": frozenset({bool}),
+    "malformed_clause": frozenset({int, _NONE}),
+    "min_calls": frozenset({int}),
+    "tool_calls": frozenset({int}),
+    "model_calls": frozenset({int}),
+    "goal_stages": frozenset({list}),
+    "usage": frozenset({dict}),
+    "timing": frozenset({dict}),
+    "system_fingerprints": frozenset({list}),
+    "finish_reasons": frozenset({list}),
+    "unparsed_text_calls": frozenset({int}),
+    "context_overflow": frozenset({bool}),
+    "error": frozenset({str, _NONE}),
+    "transcript": frozenset({dict}),
+}
+USAGE_TYPES: dict[str, frozenset[type]] = {
+    name: frozenset({float if name == "provider_cost_usd" else int, _NONE})
+    for name in Usage.model_fields
+}
+TIMING_TYPES: dict[str, frozenset[type]] = {
+    name: frozenset({float, _NONE}) for name in Timing.model_fields
+}
+_REQUIRED = frozenset(
+    name for name, field in EpisodeLine.model_fields.items() if field.is_required()
+)
+_OUTCOME_NAMES = frozenset(OUTCOMES)
+_INTS = frozenset({int})
+_STRS = frozenset({str})
+_FINGERPRINTS = frozenset({str, _NONE})
+_NOTHING: Mapping[str, Any] = {}
+_EMPTY: list[Any] = []
+_Shape = tuple[tuple[str, ...], tuple[type, ...]]
+_SHAPES_KEPT = 256  # distinct key-and-type layouts remembered (a runner writes one or two)
 
 
-def _record(where: str, line: EpisodeLine, plan: _Plan) -> EpisodeRecord:
-    """One checked record; a line outside the header's plan is a damaged folder."""
-    spec = plan.specs.get(line.arm_id)
-    if spec is None:
-        raise RunFolderError(f"{where}: arm {line.arm_id!r} is not in run.json's plan")
-    if line.seed not in plan.seeds:
-        raise RunFolderError(f"{where}: seed {line.seed} is not in run.json's seed list")
-    if not 0 <= line.attempt < plan.attempts:
-        raise RunFolderError(
-            f"{where}: attempt {line.attempt} is outside 0..{plan.attempts - 1} "
-            f"(attempts are numbered from 0; the plan has {plan.attempts})"
+def _shape_ok(
+    doc: dict[str, Any],
+    types: Mapping[str, frozenset[type]],
+    required: frozenset[str],
+    seen: dict[_Shape, bool],
+) -> bool:
+    """Whether every key of `doc` is a field, every required field is there, and every value is of
+    its field's JSON type; remembered per layout of keys and value types, so a file of lines in one
+    layout is judged once."""
+    shape = (tuple(doc), tuple(map(type, doc.values())))
+    ok = seen.get(shape)
+    if ok is None:
+        ok = doc.keys() >= required and all(
+            name in types and kind in types[name] for name, kind in zip(*shape, strict=True)
         )
-    if line.min_calls != spec.min_calls:
-        raise RunFolderError(
-            f"{where}: min_calls {line.min_calls} disagrees with {line.arm_id}'s {spec.min_calls}"
-        )
-    instrument = line.outcome in INSTRUMENT_OUTCOMES
-    return EpisodeRecord(
-        arm_id=line.arm_id,
-        knob=spec.knob,
-        level=spec.level,
-        control=spec.is_control,
-        seed=line.seed,
-        attempt=line.attempt,
-        task_id=line.task_id,
-        session=line.session,
-        resumed=line.resumed,
-        outcome=line.outcome,
-        instrument=instrument,
-        strict_pass=not instrument and line.strict_label == "passed",
-        leaky_pass=not instrument and line.leaky_pass,
-        overshoot=not instrument and line.strict_label == "overshoot",
-        tool_calls=line.tool_calls,
-        model_calls=line.model_calls,
-        min_calls=line.min_calls,
-        prompt_tokens=line.usage.prompt_tokens,
-        cached_input_tokens=line.usage.cached_input_tokens,
-        completion_tokens=line.usage.completion_tokens,
-        reasoning_tokens=line.usage.reasoning_tokens,
-        provider_cost_usd=line.usage.provider_cost_usd,
-        episode_s=line.timing.episode_s,
-        model_s=line.timing.model_s,
-        harness_s=line.timing.harness_s,
-        setup_s=line.timing.setup_s,
-        estimated_tokens=line.usage.estimated_tokens,
-        context_overflow=line.context_overflow,
-        system_fingerprints=list(line.system_fingerprints),
+        if len(seen) < _SHAPES_KEPT:
+            seen[shape] = ok
+    return ok
+
+
+_LINE_SHAPES: dict[_Shape, bool] = {}
+_USAGE_SHAPES: dict[_Shape, bool] = {}
+_TIMING_SHAPES: dict[_Shape, bool] = {}
+
+
+def _plain(doc: Any) -> bool:
+    """Whether an orjson-parsed line is an EpisodeLine exactly as the runner writes one: every key
+    known, every required key there, every value of its field's own JSON type and every outcome a
+    known one (so pydantic would read it unchanged). A line that is not plain is not necessarily
+    bad: it goes to EpisodeLine, which reads or refuses it."""
+    if type(doc) is not dict or not _shape_ok(doc, LINE_TYPES, _REQUIRED, _LINE_SHAPES):
+        return False
+    get = doc.get
+    stages = get("goal_stages", _EMPTY)
+    reasons = get("finish_reasons", _EMPTY)
+    fingerprints = get("system_fingerprints", _EMPTY)
+    usage = get("usage", _NOTHING)
+    timing = get("timing", _NOTHING)
+    return (
+        doc["outcome"] in _OUTCOME_NAMES
+        and doc["strict_label"] in _OUTCOME_NAMES
+        and (not stages or set(map(type, stages)) <= _INTS)
+        and (not reasons or set(map(type, reasons)) <= _STRS)
+        and (not fingerprints or set(map(type, fingerprints)) <= _FINGERPRINTS)
+        and (not usage or _shape_ok(usage, USAGE_TYPES, frozenset(), _USAGE_SHAPES))
+        and (not timing or _shape_ok(timing, TIMING_TYPES, frozenset(), _TIMING_SHAPES))
     )
 
 
+class RecordStream:
+    """One pass over a run folder's episode lines (episodes.jsonl, or episodes.jsonl.gz).
+
+    Iterating yields (line number, fields) for every complete line, each hashed as it is read;
+    the fields are EpisodeLine's, as a plain dict (usage and timing as dicts, absent optional
+    keys left absent). Once the pass is over, `sha256` is records_sha256's digest of the same
+    bytes and `written` counts the lines of each session. A line that is not an episode line is
+    refused with the same RunFolderError as episode_lines gives.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = _episodes_path(folder)
+        self.written: dict[int, int] = {}
+        self.read_by_pydantic = 0  # lines not in the runner's own form (coerced, or refused)
+        self._hasher = hashlib.sha256()
+
+    @property
+    def sha256(self) -> str:
+        return self._hasher.hexdigest()
+
+    def __iter__(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
+        path = self.path
+        if path is None:
+            return
+        update, written = self._hasher.update, self.written
+        try:
+            with _open(path) as fh:
+                for number, raw in _lines(fh):
+                    update(raw)
+                    try:
+                        doc = orjson.loads(raw)
+                    except orjson.JSONDecodeError:
+                        doc = None
+                    if not _plain(doc):
+                        self.read_by_pydantic += 1
+                        doc = _episode_line(path, number, raw).model_dump()
+                    session = doc["session"]
+                    written[session] = written.get(session, 0) + 1
+                    yield number, doc
+        except _UNREADABLE as exc:
+            raise RunFolderError(f"{path} cannot be read: {exc}") from exc
+
+
+class _Plan:
+    """The header's plan as lookups, with each arm id parsed once, and a slot per planned
+    (arm, seed, attempt) holding the line that scored it (0: none yet)."""
+
+    def __init__(self, header: RunHeader) -> None:
+        self.seeds = {seed: index for index, seed in enumerate(dict.fromkeys(header.seeds))}
+        self.attempts = header.attempts
+        self.specs: dict[str, tuple[int, ArmSpec]] = {}
+        for arm in header.arms:
+            try:
+                spec = parse_arm_id(arm)
+            except ArmError as exc:
+                raise RunFolderError(f"run.json: arms: {exc}") from exc
+            self.specs.setdefault(arm, (len(self.specs), spec))
+        self.scored_at = array("q", bytes(8 * len(self.specs) * len(self.seeds) * self.attempts))
+
+    def check(self, where: str, number: int, doc: Mapping[str, Any]) -> EpisodeRow:
+        """One checked row; a line outside the header's plan, or a second scored line for one
+        attempt, is a damaged folder."""
+        arm, seed, attempt = doc["arm_id"], doc["seed"], doc["attempt"]
+        found = self.specs.get(arm)
+        if found is None:
+            raise RunFolderError(f"{where}: arm {arm!r} is not in run.json's plan")
+        arm_index, spec = found
+        seed_index = self.seeds.get(seed)
+        if seed_index is None:
+            raise RunFolderError(f"{where}: seed {seed} is not in run.json's seed list")
+        if not 0 <= attempt < self.attempts:
+            raise RunFolderError(
+                f"{where}: attempt {attempt} is outside 0..{self.attempts - 1} "
+                f"(attempts are numbered from 0; the plan has {self.attempts})"
+            )
+        if doc["min_calls"] != spec.min_calls:
+            raise RunFolderError(
+                f"{where}: min_calls {doc['min_calls']} disagrees with {arm}'s {spec.min_calls}"
+            )
+        outcome, label = doc["outcome"], doc["strict_label"]
+        instrument = outcome in INSTRUMENT_OUTCOMES
+        if not instrument:
+            slot = (arm_index * len(self.seeds) + seed_index) * self.attempts + attempt
+            if self.scored_at[slot]:
+                raise RunFolderError(
+                    f"{where}: {arm} seed {seed} attempt {attempt} was already scored at line "
+                    f"{self.scored_at[slot]}; an attempt is run once (only an instrument failure "
+                    "may be retried)"
+                )
+            self.scored_at[slot] = number
+        usage = doc.get("usage", _NOTHING)
+        timing = doc.get("timing", _NOTHING)
+        return EpisodeRow(
+            arm,
+            spec.knob,
+            spec.level,
+            spec.is_control,
+            seed,
+            attempt,
+            doc["task_id"],
+            doc["session"],
+            doc["resumed"],
+            outcome,
+            instrument,
+            not instrument and label == "passed",
+            not instrument and doc["leaky_pass"],
+            not instrument and label == "overshoot",
+            doc["tool_calls"],
+            doc["model_calls"],
+            doc["min_calls"],
+            usage.get("prompt_tokens"),
+            usage.get("cached_input_tokens"),
+            usage.get("completion_tokens"),
+            usage.get("reasoning_tokens"),
+            usage.get("provider_cost_usd"),
+            timing.get("episode_s"),
+            timing.get("model_s"),
+            timing.get("harness_s"),
+            timing.get("setup_s"),
+            usage.get("estimated_tokens"),
+            doc.get("context_overflow", False),
+            list(doc.get("system_fingerprints", ())),
+        )
+
+
+def episode_rows(
+    lines: Iterable[tuple[int, Mapping[str, Any]]], header: RunHeader, source: str = EPISODES
+) -> Iterator[EpisodeRow]:
+    """Checked rows in file order from (line number, EpisodeLine fields); an attempt scored
+    twice (not an instrument retry) is refused, and so is a line outside the header's plan."""
+    plan = _Plan(header)
+    for number, doc in lines:
+        yield plan.check(f"{source}:{number}", number, doc)
+
+
 def records_from_lines(
-    lines: Iterator[tuple[int, EpisodeLine]], header: RunHeader, source: str = EPISODES
+    lines: Iterable[tuple[int, EpisodeLine]], header: RunHeader, source: str = EPISODES
 ) -> list[EpisodeRecord]:
     """Records in file order; an attempt scored twice (not an instrument retry) is refused."""
-    out: list[EpisodeRecord] = []
-    scored: dict[tuple[str, int, int], int] = {}
-    plan = _Plan(header)
-    for number, line in lines:
-        where = f"{source}:{number}"
-        rec = _record(where, line, plan)
-        if not rec.instrument:
-            key = (rec.arm_id, rec.seed, rec.attempt)
-            if key in scored:
-                raise RunFolderError(
-                    f"{where}: {rec.arm_id} seed {rec.seed} attempt {rec.attempt} was already "
-                    f"scored at line {scored[key]}; an attempt is run once (only an instrument "
-                    "failure may be retried)"
-                )
-            scored[key] = number
-        out.append(rec)
-    return out
+    fields = ((number, line.model_dump()) for number, line in lines)
+    return [
+        EpisodeRecord.model_validate(row._asdict()) for row in episode_rows(fields, header, source)
+    ]
 
 
 def records_from_run(folder: Path | str) -> list[EpisodeRecord]:
     """Every episode of a run folder as a typed record, checked against the header's plan."""
     path = Path(folder)
     header = read_header(path)
-    return records_from_lines(episode_lines(path), header)
+    rows = episode_rows(RecordStream(path), header)
+    return [EpisodeRecord.model_validate(row._asdict()) for row in rows]
