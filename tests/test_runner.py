@@ -294,6 +294,17 @@ def test_an_episode_past_its_timeout_is_wall_timeout(
     assert summary.instrument == 2
 
 
+def _slot(line: EpisodeLine) -> tuple[str, int, int]:
+    return (line.arm_id, line.seed, line.attempt)
+
+
+def _as_uninterrupted(line: EpisodeLine) -> dict[str, Any]:
+    """A line less what differs between two runs of one plan: who wrote it, and timings."""
+    data = line.model_dump(exclude={"session", "resumed", "timing"})
+    data["transcript"] = {k: v for k, v in line.transcript.items() if k != "response_seconds"}
+    return data
+
+
 def test_kill_9_then_resume_runs_exactly_the_plan(tmp_path: Path, server: ReferenceServer) -> None:
     path = prereg(
         tmp_path,
@@ -305,6 +316,8 @@ def test_kill_9_then_resume_runs_exactly_the_plan(tmp_path: Path, server: Refere
         execution={"concurrency": 2},
     )
     out = tmp_path / "run"
+    whole = tmp_path / "whole"  # the same plan, never interrupted
+    assert run_preregistration(path, whole, show_progress=False).complete
     proc = subprocess.Popen(
         [sys.executable, "-m", "poisson_tasks.cli", "run", str(path), "--out", str(out), "--quiet"],
         stdout=subprocess.DEVNULL,
@@ -333,6 +346,11 @@ def test_kill_9_then_resume_runs_exactly_the_plan(tmp_path: Path, server: Refere
     assert all(ln.resumed and ln.session == 1 for ln in after[len(before) :])
     sessions = read_header(out).sessions
     assert [s.stop_reason for s in sessions] == ["interrupted", "complete"]
+    assert [s.episodes_written for s in sessions] == [len(before), len(after) - len(before)]
+    # the records are those of the uninterrupted run, slot for slot
+    assert {_slot(ln): _as_uninterrupted(ln) for ln in after} == {
+        _slot(ln): _as_uninterrupted(ln) for ln in lines_of(whole)
+    }
 
 
 def test_a_torn_last_line_is_cut_before_resuming(tmp_path: Path, server: ReferenceServer) -> None:

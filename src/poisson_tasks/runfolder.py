@@ -1,8 +1,8 @@
 """The run folder's on-disk records: `run.json` (the header) and `episodes.jsonl` (one line per episode).
 
 The runner writes these and calibration reads them; this module is the contract between the two.
-A run folder is append-only: episode lines are written and flushed as each episode ends, and the
-header is replaced atomically (write, fsync, rename), so a crash or kill never leaves it half-written.
+A run folder is append-only: episode lines are written as each episode ends and fsynced in
+batches (runner/folder.py), and the header is replaced atomically (write, fsync, rename), so a crash or kill never leaves it half-written.
 
 Slots and resuming. A slot is one planned (arm_id, seed, attempt), attempts numbered from 0. A
 slot holds at most one *scored* line (outcome not in verifier.INSTRUMENT_OUTCOMES). An instrument

@@ -3,9 +3,18 @@
 Creating refuses a folder that already holds anything. Resuming refuses, before touching a byte, a
 folder made by another pre-registration (anything but `budget`, `execution` and `description`
 differs) or by another build of the generator or engine. Only then is a torn last line (a kill
-mid-write) truncated and a new session appended. Lines are written by one writer thread that
-appends and fsyncs each batch, so an episode is durable before it is counted; a batch the disk
-refuses is cut back off, so a full disk never leaves a partial line.
+mid-write) truncated and a new session appended.
+
+Writing. Each finished episode's line is appended at once, on the event loop (`append`): one
+write(2) into the kernel's page cache, which a `kill -9` of the runner cannot lose. An fsync, in a
+thread, then covers every line appended so far, at most FSYNC_EVERY_S after the oldest unsynced
+line or as soon as FSYNC_BATCH lines wait, whichever comes first, and once more when the session
+closes. A line is counted as recorded (the folder's state, the session's `episodes_written`, the
+runner's tally and progress) only when an fsync has covered it, so nothing is reported that a
+crash could still take. Its spend is counted at once (the budgets see it before the next slot is
+taken). A line the disk refuses is cut back off, and a failed fsync cuts back every line it
+covered and reports them lost (`on_lost`), so a full disk never leaves a partial line. `write`
+(the verifiers-null harness's batches) appends, fsyncs and counts a batch in one step.
 
 One writer at a time: a session holds an exclusive `fcntl.flock` on `run.lock` in the folder for
 its whole life, and the file names the holder (pid, host, start time). A second writer is refused
@@ -24,7 +33,9 @@ import os
 import shlex
 import socket
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +63,8 @@ from poisson_tasks.runner.provenance import package_versions
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 LOCK = "run.lock"
+FSYNC_EVERY_S = 1.0  # the longest an appended episode line waits for its fsync
+FSYNC_BATCH = 64  # ... or this many unsynced lines, whichever comes first
 TEMPORARY_PREFIX = f".{HEADER}."  # atomic_write's temporary files for run.json
 
 
@@ -71,14 +84,20 @@ class FolderState:
     per_session: Counter[int] = field(default_factory=Counter)
 
     def add(self, line: EpisodeLine) -> None:
+        """A line on disk: its slot, outcome and spend."""
+        self.count(line)
+        self.spend.add(line.usage)
+
+    def count(self, line: EpisodeLine) -> None:
+        """A line's slot and outcome, its spend left out (counted when it was appended)."""
         self.lines += 1
         self.per_session[line.session] += 1
-        self.seen.add(Slot(line.arm_id, line.seed, line.attempt))
-        self.spend.add(line.usage)
+        slot = Slot(line.arm_id, line.seed, line.attempt)
+        self.seen.add(slot)
         if line.outcome in INSTRUMENT_OUTCOMES:
             self.instrument[line.outcome] += 1
         else:
-            self.scored.add(Slot(line.arm_id, line.seed, line.attempt))
+            self.scored.add(slot)
 
 
 def _diff(first: dict[str, Any], second: dict[str, Any], prefix: str = "") -> list[str]:
@@ -173,7 +192,17 @@ class RunFolder:
         self.session = header.sessions[-1]
         self.lock = lock
         self._fd: int | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # an fsync in its thread against close
+        # appended lines no fsync has covered yet, each with when it was appended
+        self._pending: list[tuple[EpisodeLine, float]] = []
+        self._end = 0  # the file's size after the last line appended
+        self._durable = 0  # every byte before this offset is fsynced
+        self._broken: OSError | None = None  # an fsync failed: no more lines are taken
+        self._on_durable: Callable[[EpisodeLine], None] | None = None
+        self._on_lost: Callable[[list[EpisodeLine], OSError], None] | None = None
+        self._flusher: asyncio.Task[None] | None = None
+        self._has_pending = asyncio.Event()
+        self._batch_full = asyncio.Event()
 
     # ------------------------------------------------------------------ opening
 
@@ -308,11 +337,109 @@ class RunFolder:
 
     # ------------------------------------------------------------------ writing
 
-    def open_writer(self) -> None:
+    def open_writer(
+        self,
+        on_durable: Callable[[EpisodeLine], None] | None = None,
+        on_lost: Callable[[list[EpisodeLine], OSError], None] | None = None,
+    ) -> None:
+        """Open episodes.jsonl for appending and start the fsync task (inside a running loop).
+
+        `on_durable(line)` is called for each appended line once an fsync covers it; `on_lost(lines,
+        exc)` with the lines a failed fsync cut back off (their spend stays counted)."""
         try:
             self._fd = os.open(self.path / EPISODES, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            self._end = self._durable = os.lseek(self._fd, 0, os.SEEK_END)
         except OSError as exc:
             raise _problem(self.path, f"open {EPISODES}", exc) from None
+        self._on_durable, self._on_lost = on_durable, on_lost
+        self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    def append(self, line: EpisodeLine) -> None:
+        """Write one episode line now and count its spend; it is counted as recorded once an fsync
+        covers it (see the module doc). OSError when refused: the line is cut back off."""
+        fd = self._fd
+        if fd is None:
+            raise RunFolderError(f"{self.path}: the episode writer is closed")
+        if self._broken is not None:
+            raise OSError(self._broken.errno, self._broken.strerror)
+        payload = line.model_dump_json().encode() + b"\n"
+        start = self._end
+        try:
+            write_all(fd, payload)
+        except OSError:
+            with contextlib.suppress(OSError):  # never leave part of a line behind
+                os.ftruncate(fd, start)
+            raise
+        self._end = start + len(payload)
+        self.state.spend.add(line.usage)
+        self._pending.append((line, time.monotonic()))
+        self._has_pending.set()
+        if len(self._pending) >= FSYNC_BATCH:
+            self._batch_full.set()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._has_pending.wait()
+            wait = self._pending[0][1] + FSYNC_EVERY_S - time.monotonic() if self._pending else 0
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, wait)):
+                    await self._batch_full.wait()
+            count, end = len(self._pending), self._end
+            try:
+                await asyncio.to_thread(self._fsync)
+            except OSError as exc:
+                self._lose(exc)
+            else:
+                self._settle(count, end)
+
+    def _fsync(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.fsync(self._fd)
+
+    def _settle(self, count: int, end: int) -> None:
+        """The first `count` pending lines are on disk: count them as recorded."""
+        durable, self._pending = self._pending[:count], self._pending[count:]
+        self._durable = end
+        if not self._pending:
+            self._has_pending.clear()
+        if len(self._pending) < FSYNC_BATCH:
+            self._batch_full.clear()
+        for line, _ in durable:
+            self.state.count(line)
+            self.session.episodes_written += 1
+            if self._on_durable is not None:
+                self._on_durable(line)
+
+    def _lose(self, exc: OSError) -> None:
+        """An fsync failed: cut every unsynced line back off and report them lost."""
+        lost = [line for line, _ in self._pending]
+        self._pending = []
+        self._has_pending.clear()
+        self._batch_full.clear()
+        self._broken = exc
+        with self._lock:
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._durable)
+        self._end = self._durable
+        if lost and self._on_lost is not None:
+            self._on_lost(lost, exc)
+
+    def finish_writes(self) -> None:
+        """Stop the fsync task and fsync what is still pending, counting it (or losing it)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+        if not self._pending:
+            return
+        count, end = len(self._pending), self._end
+        try:
+            self._fsync()  # waits for an fsync still running in the task's thread
+        except OSError as exc:
+            self._lose(exc)
+        else:
+            self._settle(count, end)
 
     def _write_batch(self, payloads: list[bytes]) -> None:
         with self._lock:
@@ -327,6 +454,7 @@ class RunFolder:
                 with contextlib.suppress(OSError):  # never leave part of a line behind
                     os.ftruncate(fd, start)
                 raise
+            self._end = self._durable = os.lseek(fd, 0, os.SEEK_END)
 
     async def write(self, lines: list[EpisodeLine]) -> None:
         """Append lines, fsynced, off the event loop; then count them. OSError when refused."""
@@ -340,6 +468,7 @@ class RunFolder:
         """End the session: close the writer, record how it stopped, drop the lock.
 
         Raises RunFolderError when run.json cannot be written (the previous one stays whole)."""
+        self.finish_writes()
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)

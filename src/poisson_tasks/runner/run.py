@@ -200,6 +200,7 @@ class _Session:
         self.instrument = 0
         self.abandoned = 0
         self.abandoned_usage = Usage()
+        self.lost: tuple[str, RunFolderError] | None = None  # an fsync failed (see _lost)
         self._slots = iter(pending)
         self._workers: list[asyncio.Task[None]] = []
 
@@ -225,8 +226,9 @@ class _Session:
         )
         self.limits.spend.add(usage)
 
-    def _abandon_line(self, line: EpisodeLine) -> None:
-        """A finished episode whose line the disk refused: counted as abandoned, its spend kept."""
+    def _abandon_line(self, line: EpisodeLine, spent: bool = False) -> None:
+        """A finished episode whose line the disk refused: counted as abandoned, its spend kept
+        (`spent`: the folder already counted it when the line was appended)."""
         self.abandoned += 1
         usage, before = line.usage, self.abandoned_usage
         self.abandoned_usage = Usage(
@@ -236,7 +238,23 @@ class _Session:
             completion_tokens=(before.completion_tokens or 0) + (usage.completion_tokens or 0),
             reasoning_tokens=(before.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
         )
-        self.limits.spend.add(usage)
+        if not spent:
+            self.limits.spend.add(usage)
+
+    def _lost(self, lines: list[EpisodeLine], exc: OSError) -> None:
+        """An fsync failed: the lines it covered were cut back off (never counted as recorded)."""
+        for line in lines:
+            self._abandon_line(line, spent=True)
+        self.lost = (
+            f"the disk refused to keep {len(lines)} episode line(s): {exc.strerror}",
+            RunFolderError(
+                f"{self.folder.path}: {len(lines)} episode line(s) could not be synced to disk "
+                f"({os_problem(exc)}); every line before them is kept: then continue with "
+                f"{resume_hint(self.folder.path)}"
+            ),
+        )
+        self.fatal = self.lost[1]
+        self._stop("interrupted", self.lost[0], hard=True)
 
     def hard_stop(self) -> None:
         """Abandon the episodes in flight now (the second signal, or the grace period's end)."""
@@ -298,10 +316,10 @@ class _Session:
             finally:
                 self.progress.in_flight -= 1
                 self.tasks.release(slot)
-            # A paid episode is recorded even when a stop cancels this worker mid-write.
-            write = asyncio.ensure_future(self.folder.write([line]))  # counts its usage too
+            # Written at once, with no await before it, so a stop cannot cut a paid episode off;
+            # its spend counts now, its tally once an fsync covers it (folder's on_durable).
             try:
-                await asyncio.shield(write)
+                self.folder.append(line)
             except OSError as exc:  # a full disk, a folder gone read-only: stop, the line cut off
                 self._abandon_line(line)
                 self.fatal = RunFolderError(
@@ -311,11 +329,6 @@ class _Session:
                 )
                 self._stop("interrupted", f"the disk refused an episode line: {exc.strerror}", True)
                 return
-            finally:
-                if not write.done():
-                    with contextlib.suppress(OSError):
-                        await write
-            self._tally(line)
 
     async def _watchdog(self) -> None:
         await asyncio.sleep(max(0.0, self.limits.seconds_left()))
@@ -607,7 +620,7 @@ async def _run_plan(
         stop: StopReason = "interrupted"
         detail: str | None = "the session was interrupted"
         try:
-            folder.open_writer()
+            folder.open_writer(on_durable=session._tally, on_lost=session._lost)
             signals.session = session
             with progress:
                 if pr.design.harness == "verifiers-null":
@@ -619,6 +632,9 @@ async def _run_plan(
                 detail = f"stopped by {signals.name}"
         finally:
             signals.session = None
+            folder.finish_writes()  # the last lines synced and tallied, or cut off (session.lost)
+            if session.lost is not None:
+                stop, detail = "interrupted", session.lost[0]
             folder.session.abandoned = session.abandoned
             folder.session.abandoned_usage = session.abandoned_usage
             folder.close(stop, detail)
