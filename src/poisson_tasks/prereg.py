@@ -315,14 +315,14 @@ def derive_seeds(seed_string: str, tasks: int) -> list[int]:
         return list(range(tasks))
     out: list[int] = []
     seen: set[int] = set()
-    i = 0
+    index = 0
     while len(out) < tasks:
-        h = hashlib.sha256(f"{seed_string}|{i}".encode()).digest()
-        seed = int.from_bytes(h[:8], "big") % SEED_MODULUS
+        hashed = hashlib.sha256(f"{seed_string}|{index}".encode()).digest()
+        seed = int.from_bytes(hashed[:8], "big") % SEED_MODULUS
         if seed not in seen:
             seen.add(seed)
             out.append(seed)
-        i += 1
+        index += 1
     return out
 
 
@@ -336,11 +336,11 @@ def seed_list_hash(seeds: Sequence[int]) -> str:
 
 def _where(loc: tuple[int | str, ...], section: str = "") -> str:
     parts = [section] if section else []
-    for p in loc:
-        if isinstance(p, int):
-            parts[-1:] = [f"{parts[-1]}[{p}]"] if parts else [f"[{p}]"]
+    for part in loc:
+        if isinstance(part, int):
+            parts[-1:] = [f"{parts[-1]}[{part}]"] if parts else [f"[{part}]"]
         else:
-            parts.append(p)
+            parts.append(part)
     return ".".join(parts) or "(document)"
 
 
@@ -412,43 +412,48 @@ def _parse_sections(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return parsed, problems
 
 
-def _check_serving(m: Serving) -> list[str]:
-    p: list[str] = []
-    if not m.model.strip():
-        p.append("model.model: required, the model id the endpoint serves")
-    if m.provider in ("vllm", "ollama", "openai-compatible") and not m.base_url:
-        p.append(
-            f"model.base_url: required for provider {m.provider}, e.g. http://127.0.0.1:8000/v1"
+def _check_serving(serving: Serving) -> list[str]:
+    problems: list[str] = []
+    if not serving.model.strip():
+        problems.append("model.model: required, the model id the endpoint serves")
+    if serving.provider in ("vllm", "ollama", "openai-compatible") and not serving.base_url:
+        problems.append(
+            f"model.base_url: required for provider {serving.provider}, "
+            "e.g. http://127.0.0.1:8000/v1"
         )
-    if m.provider in SELF_SERVED and not m.revision:
-        p.append(
-            f"model.revision: required for a self-served model ({m.provider}): the weights' exact "
-            "revision (a Hugging Face commit, or the Ollama model digest)"
+    if serving.provider in SELF_SERVED and not serving.revision:
+        problems.append(
+            f"model.revision: required for a self-served model ({serving.provider}): the weights' "
+            "exact revision (a Hugging Face commit, or the Ollama model digest)"
         )
-    if m.provider == "openai" and not m.api_key_env:
-        p.append("model.api_key_env: required for provider openai, e.g. OPENAI_API_KEY")
-    if m.provider == "reference":
+    if serving.provider == "openai" and not serving.api_key_env:
+        problems.append("model.api_key_env: required for provider openai, e.g. OPENAI_API_KEY")
+    if serving.provider == "reference":
         try:
-            parse_model(m.model)
+            parse_model(serving.model)
         except PolicyError as exc:
-            p.append(f"model.model: {exc}")
-    if m.base_url is not None and not m.base_url.startswith(("http://", "https://")):
-        p.append(f"model.base_url: must start with http:// or https://, got {m.base_url!r}")
-    elif m.base_url is not None:
-        p.extend(_check_base_url(m.base_url))
-    if m.api_key_env is not None:
-        if _KEYLIKE.search(m.api_key_env):
-            p.append(
+            problems.append(f"model.model: {exc}")
+    if serving.base_url is not None and not serving.base_url.startswith(("http://", "https://")):
+        problems.append(
+            f"model.base_url: must start with http:// or https://, got {serving.base_url!r}"
+        )
+    elif serving.base_url is not None:
+        problems.extend(_check_base_url(serving.base_url))
+    if serving.api_key_env is not None:
+        if _KEYLIKE.search(serving.api_key_env):
+            problems.append(
                 "model.api_key_env: looks like a key, not a variable name; put the key in an "
                 "environment variable and name the variable here (e.g. OPENAI_API_KEY)"
             )
-        elif not _ENV_NAME.match(m.api_key_env):
-            p.append(f"model.api_key_env: {m.api_key_env!r} is not an environment variable name")
-    if m.rates is not None:
+        elif not _ENV_NAME.match(serving.api_key_env):
+            problems.append(
+                f"model.api_key_env: {serving.api_key_env!r} is not an environment variable name"
+            )
+    if serving.rates is not None:
         for field in ("input", "cached_input", "output"):
-            if getattr(m.rates, field) < 0:
-                p.append(f"model.rates.{field}: a rate cannot be negative")
-    return p
+            if getattr(serving.rates, field) < 0:
+                problems.append(f"model.rates.{field}: a rate cannot be negative")
+    return problems
 
 
 def is_credential_name(name: str) -> bool:
@@ -460,52 +465,53 @@ def _check_base_url(url: str) -> list[str]:
     """A base URL carries no credential: no user:password@ and no key-like query parameter. The
     problem names neither the key nor the URL as written, so the key is never echoed."""
     parts = urlsplit(url)
-    p: list[str] = []
+    problems: list[str] = []
     if parts.username is not None or parts.password is not None:
-        p.append(
+        problems.append(
             "model.base_url: holds a user name or password (user:key@host); remove it and put "
             "the key in an environment variable named by model.api_key_env"
         )
     names = sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)})
     bad = [k for k in names if is_credential_name(k)]
     if bad:
-        p.append(
+        problems.append(
             f"model.base_url: query parameter {', '.join(bad)} carries a credential; remove it "
             "and put the key in an environment variable named by model.api_key_env"
         )
-    return p
+    return problems
 
 
 def _credential_keys(value: Any, where: str) -> list[str]:
     """Every key under `value` (nested mappings included) that names a credential."""
     out: list[str] = []
     if isinstance(value, Mapping):
-        for k, v in value.items():
-            here = f"{where}.{k}"
-            if is_credential_name(str(k)):
+        for key, nested in value.items():
+            here = f"{where}.{key}"
+            if is_credential_name(str(key)):
                 out.append(here)
             else:
-                out.extend(_credential_keys(v, here))
+                out.extend(_credential_keys(nested, here))
     elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_credential_keys(v, f"{where}[{i}]"))
+        for index, nested in enumerate(value):
+            out.extend(_credential_keys(nested, f"{where}[{index}]"))
     return out
 
 
-def _check_decoding(d: Decoding) -> list[str]:
-    p: list[str] = []
-    for where in _credential_keys(d.extra_body, "decoding.extra_body"):
-        p.append(
+def _check_decoding(decoding: Decoding) -> list[str]:
+    problems: list[str] = []
+    for where in _credential_keys(decoding.extra_body, "decoding.extra_body"):
+        problems.append(
             f"{where}: carries a credential, which would be written into the run folder and "
             "the card; remove it and name the key's environment variable in model.api_key_env"
         )
-    if not 0.0 <= d.temperature <= 2.0:
-        p.append(f"decoding.temperature: must be in [0, 2], got {d.temperature}")
-    if not 0.0 < d.top_p <= 1.0:
-        p.append(f"decoding.top_p: must be in (0, 1], got {d.top_p}")
-    if d.max_completion_tokens < 1:
-        p.append(
-            f"decoding.max_completion_tokens: must be 1 or more, got {d.max_completion_tokens}"
+    if not 0.0 <= decoding.temperature <= 2.0:
+        problems.append(f"decoding.temperature: must be in [0, 2], got {decoding.temperature}")
+    if not 0.0 < decoding.top_p <= 1.0:
+        problems.append(f"decoding.top_p: must be in (0, 1], got {decoding.top_p}")
+    if decoding.max_completion_tokens < 1:
+        problems.append(
+            "decoding.max_completion_tokens: must be 1 or more, "
+            f"got {decoding.max_completion_tokens}"
         )
     reserved = {
         "model",
@@ -518,39 +524,39 @@ def _check_decoding(d: Decoding) -> list[str]:
         "user",
         "stream",
     }
-    for key in sorted(set(d.extra_body) & reserved):
-        p.append(f"decoding.extra_body.{key}: the runner sets it from the declared fields")
-    if "seed" in d.extra_body:
-        p.append(
+    for key in sorted(set(decoding.extra_body) & reserved):
+        problems.append(f"decoding.extra_body.{key}: the runner sets it from the declared fields")
+    if "seed" in decoding.extra_body:
+        problems.append(
             "decoding.extra_body.seed: one seed would be sent on every attempt of every task; "
             "write decoding.seed: derived for a seed per attempt, or leave it out"
         )
-    return p
+    return problems
 
 
 def _arm_specs(design: Design) -> tuple[list[ArmSpec], list[str]]:
     """Parse the arms, applying the design's split and strictness; one problem per bad arm."""
-    p: list[str] = []
+    problems: list[str] = []
     specs: list[ArmSpec] = []
     seen: dict[str, int] = {}
     if not design.arms:
-        p.append("design.arms: empty; list at least one arm id, e.g. depth:d3")
-    for i, text in enumerate(design.arms):
+        problems.append("design.arms: empty; list at least one arm id, e.g. depth:d3")
+    for index, text in enumerate(design.arms):
         try:
             spec = parse_arm_id(text)
         except ArmError as exc:
-            p.append(f"design.arms[{i}]: {exc}")
+            problems.append(f"design.arms[{index}]: {exc}")
             continue
         if "/" in text:
             if spec.split != design.split:
-                p.append(
-                    f"design.arms[{i}]: {text} is split {spec.split} but design.split is "
+                problems.append(
+                    f"design.arms[{index}]: {text} is split {spec.split} but design.split is "
                     f"{design.split}; drop the suffix, the split is declared once"
                 )
                 continue
             if spec.strictness != design.strictness:
-                p.append(
-                    f"design.arms[{i}]: {text} is {spec.strictness} but design.strictness is "
+                problems.append(
+                    f"design.arms[{index}]: {text} is {spec.strictness} but design.strictness is "
                     f"{design.strictness}; drop the suffix, strictness is declared once"
                 )
                 continue
@@ -563,11 +569,13 @@ def _arm_specs(design: Design) -> tuple[list[ArmSpec], list[str]]:
         )
         aid = arm_id(spec)
         if aid in seen:
-            p.append(f"design.arms[{i}]: {text} repeats design.arms[{seen[aid]}]; list it once")
+            problems.append(
+                f"design.arms[{index}]: {text} repeats design.arms[{seen[aid]}]; list it once"
+            )
             continue
-        seen[aid] = i
+        seen[aid] = index
         specs.append(spec)
-    return specs, p
+    return specs, problems
 
 
 def _key(spec: ArmSpec) -> tuple[str, int, int | None]:
@@ -577,44 +585,46 @@ def _key(spec: ArmSpec) -> tuple[str, int, int | None]:
 
 def _check_controls(specs: Sequence[ArmSpec]) -> list[str]:
     """A knob swept over two or more levels needs every control arm of that knob."""
-    p: list[str] = []
+    problems: list[str] = []
     knobs: dict[str, set[int]] = {}
     present: set[tuple[str, int, int | None]] = set()
-    for s in specs:
-        present.add(_key(s))
-        if s.control is None:
-            knobs.setdefault(s.knob, set()).add(s.level)
+    for spec in specs:
+        present.add(_key(spec))
+        if spec.control is None:
+            knobs.setdefault(spec.knob, set()).add(spec.level)
     for knob, lvls in knobs.items():
         if len(lvls) < 2:
             continue
         need = CONTROL_ARMS[knob]  # type: ignore[index]
         missing = [c for c in need if _key(parse_arm_id(c)) not in present]
         if missing:
-            p.append(
+            problems.append(
                 f"design.arms: a sweep of {knob} needs its control arm(s) {', '.join(need)}; "
                 f"missing {', '.join(missing)} (a knob swept without its control cannot be read)"
             )
-    return p
+    return problems
 
 
 def _horizon(specs: Sequence[ArmSpec], slack: int) -> tuple[int, str]:
-    deepest = max(specs, key=lambda s: (s.max_turns(slack), arm_id(s)))
+    deepest = max(specs, key=lambda spec: (spec.max_turns(slack), arm_id(spec)))
     return deepest.max_turns(slack), arm_id(deepest)
 
 
 def _check_design(
     design: Design, specs: Sequence[ArmSpec], arms_ok: bool
 ) -> tuple[list[int] | None, list[str]]:
-    p: list[str] = []
+    problems: list[str] = []
     if design.tasks < 1:
-        p.append(f"design.tasks: must be 1 or more, got {design.tasks}")
+        problems.append(f"design.tasks: must be 1 or more, got {design.tasks}")
     if design.attempts < 1:
-        p.append(f"design.attempts: must be 1 or more, got {design.attempts}")
+        problems.append(f"design.attempts: must be 1 or more, got {design.attempts}")
     if design.turn_limit < 1:
-        p.append(f"design.turn_limit: must be 1 or more, got {design.turn_limit}")
+        problems.append(f"design.turn_limit: must be 1 or more, got {design.turn_limit}")
     seeds: list[int] | None = None
     if not design.seed_string.strip():
-        p.append('design.seed_string: empty; the seeds are derived from it (or write "range")')
+        problems.append(
+            'design.seed_string: empty; the seeds are derived from it (or write "range")'
+        )
     elif design.tasks >= 1:
         seeds = derive_seeds(design.seed_string, design.tasks)
         if design.seeds is not None and design.seeds != seeds:
@@ -622,85 +632,89 @@ def _check_design(
                 (i for i, (a, b) in enumerate(zip(design.seeds, seeds, strict=False)) if a != b),
                 min(len(design.seeds), len(seeds)),
             )
-            p.append(
+            problems.append(
                 f"design.seeds: not derivable from seed_string {design.seed_string!r} with tasks "
                 f"{design.tasks} (first difference at index {first}); remove the list or fix it"
             )
-        h = seed_list_hash(seeds)
-        if design.seed_list_hash is not None and design.seed_list_hash != h:
-            p.append(
+        derived_hash = seed_list_hash(seeds)
+        if design.seed_list_hash is not None and design.seed_list_hash != derived_hash:
+            problems.append(
                 f"design.seed_list_hash: {design.seed_list_hash} is not the hash of the derived "
-                f"seed list ({h}); remove it or fix seed_string/tasks"
+                f"seed list ({derived_hash}); remove it or fix seed_string/tasks"
             )
     if design.slack < 0:
-        p.append(f"design.slack: must be 0 or more, got {design.slack}")
+        problems.append(f"design.slack: must be 0 or more, got {design.slack}")
     elif specs and arms_ok:  # a horizon over a partial arm list would mislead
         horizon, deepest = _horizon(specs, design.slack)
         if design.horizon != horizon:
-            p.append(
+            problems.append(
                 f"design.horizon: states {design.horizon} but the arms give {horizon} "
                 f"({deepest}'s max_turns with slack {design.slack}); write horizon: {horizon}"
             )
         if design.turn_limit >= 1 and design.turn_limit < horizon:
-            p.append(
+            problems.append(
                 f"design.turn_limit: {design.turn_limit} is below the horizon {horizon}: it would "
                 f"cut {deepest} short of its turn budget; raise turn_limit or lower slack"
             )
-    return seeds, p
+    return seeds, problems
 
 
-def _check_budget(b: Budget, m: Serving | None) -> list[str]:
-    p: list[str] = []
-    if b.tokens <= 0:
-        p.append(f"budget.tokens: {b.tokens} stops the run before it starts; give a positive cap")
-    if b.wall_clock_s <= 0:
-        p.append(
-            f"budget.wall_clock_s: {b.wall_clock_s:g} stops the run before it starts; "
+def _check_budget(budget: Budget, serving: Serving | None) -> list[str]:
+    problems: list[str] = []
+    if budget.tokens <= 0:
+        problems.append(
+            f"budget.tokens: {budget.tokens} stops the run before it starts; give a positive cap"
+        )
+    if budget.wall_clock_s <= 0:
+        problems.append(
+            f"budget.wall_clock_s: {budget.wall_clock_s:g} stops the run before it starts; "
             "give a positive number of seconds"
         )
-    if b.dollars is not None:
-        if b.dollars <= 0:
-            p.append(
-                f"budget.dollars: {b.dollars:g} stops the run before it starts; give a "
+    if budget.dollars is not None:
+        if budget.dollars <= 0:
+            problems.append(
+                f"budget.dollars: {budget.dollars:g} stops the run before it starts; give a "
                 "positive cap or leave it out"
             )
-        elif m is not None and m.rates is None:
-            p.append(
+        elif serving is not None and serving.rates is None:
+            problems.append(
                 "budget.dollars: needs model.rates to compute spend; declare the rates or "
                 "leave the dollar cap out"
             )
-    return p
+    return problems
 
 
-def _check_execution(e: Execution) -> list[str]:
-    p: list[str] = []
-    if e.concurrency < 1:
-        p.append(f"execution.concurrency: must be 1 or more, got {e.concurrency}")
-    if e.max_retries < 0:
-        p.append(f"execution.max_retries: must be 0 or more, got {e.max_retries}")
+def _check_execution(execution: Execution) -> list[str]:
+    problems: list[str] = []
+    if execution.concurrency < 1:
+        problems.append(f"execution.concurrency: must be 1 or more, got {execution.concurrency}")
+    if execution.max_retries < 0:
+        problems.append(f"execution.max_retries: must be 0 or more, got {execution.max_retries}")
     for field in ("backoff_s", "backoff_max_s"):
-        if getattr(e, field) < 0:
-            p.append(f"execution.{field}: must be 0 or more")
+        if getattr(execution, field) < 0:
+            problems.append(f"execution.{field}: must be 0 or more")
     for field in ("request_timeout_s", "episode_timeout_s"):
-        if getattr(e, field) <= 0:
-            p.append(f"execution.{field}: must be positive")
-    if e.retry_after_max_s is not None and e.retry_after_max_s < 0:
-        p.append("execution.retry_after_max_s: must be 0 or more (seconds)")
-    return p
+        if getattr(execution, field) <= 0:
+            problems.append(f"execution.{field}: must be positive")
+    if execution.retry_after_max_s is not None and execution.retry_after_max_s < 0:
+        problems.append("execution.retry_after_max_s: must be 0 or more (seconds)")
+    return problems
 
 
-def _check_thresholds(t: Thresholds) -> list[str]:
-    p: list[str] = []
-    if not 0.0 <= t.saturation_low < t.saturation_high <= 1.0:
-        p.append("thresholds: need 0 <= saturation_low < saturation_high <= 1")
+def _check_thresholds(thresholds: Thresholds) -> list[str]:
+    problems: list[str] = []
+    if not 0.0 <= thresholds.saturation_low < thresholds.saturation_high <= 1.0:
+        problems.append("thresholds: need 0 <= saturation_low < saturation_high <= 1")
     for field in ("resolution", "no_call_max", "instrument_max", "confidence"):
-        if not 0.0 < getattr(t, field) < 1.0:
-            p.append(f"thresholds.{field}: must be in (0, 1), got {getattr(t, field)}")
-    if t.bootstrap_resamples < 1:
-        p.append("thresholds.bootstrap_resamples: must be 1 or more")
-    if t.bootstrap_seed < 0:
-        p.append("thresholds.bootstrap_seed: must be 0 or more")
-    return p
+        if not 0.0 < getattr(thresholds, field) < 1.0:
+            problems.append(
+                f"thresholds.{field}: must be in (0, 1), got {getattr(thresholds, field)}"
+            )
+    if thresholds.bootstrap_resamples < 1:
+        problems.append("thresholds.bootstrap_resamples: must be 1 or more")
+    if thresholds.bootstrap_seed < 0:
+        problems.append("thresholds.bootstrap_seed: must be 0 or more")
+    return problems
 
 
 def _own_tools(design: Design, source: str | None) -> tuple[ToolSet | None, list[str]]:
@@ -768,18 +782,18 @@ def _walk(value: Any, where: str, depth: int = 0) -> list[str]:
         return [] if math.isfinite(value) else [f"{where}: {value} is not a finite number"]
     if isinstance(value, Mapping):
         out: list[str] = []
-        for k, v in value.items():
-            if not isinstance(k, str):
-                out.append(f"{where}.{k!s:.40}: keys must be strings")
+        for key, item in value.items():
+            if not isinstance(key, str):
+                out.append(f"{where}.{key!s:.40}: keys must be strings")
                 continue
-            out += _walk(v, f"{where}.{k}" if where else k, depth + 1)
+            out += _walk(item, f"{where}.{key}" if where else key, depth + 1)
         return out
     if isinstance(value, list | tuple):
         if len(value) > MAX_TASKS:
             return [f"{where}: {len(value):,} items; at most {MAX_TASKS:,}"]
         out = []
-        for i, v in enumerate(value):
-            out += _walk(v, f"{where}[{i}]", depth + 1)
+        for index, item in enumerate(value):
+            out += _walk(item, f"{where}[{index}]", depth + 1)
             if len(out) > 20:
                 break
         return out
@@ -794,47 +808,55 @@ def _too_big(where: str, value: float, limit: float, what: str = "") -> list[str
 
 def _check_bounds(parsed: Mapping[str, Any]) -> list[str]:
     """Upper bounds on every size; the limit is in each message."""
-    p: list[str] = []
-    d: Design | None = parsed.get("design")
-    if d is not None:
-        p += _too_big("design.tasks", d.tasks, MAX_TASKS)
-        p += _too_big("design.attempts", d.attempts, MAX_ATTEMPTS)
-        p += _too_big("design.arms", len(d.arms), MAX_ARMS, " arms")
+    problems: list[str] = []
+    design: Design | None = parsed.get("design")
+    if design is not None:
+        problems += _too_big("design.tasks", design.tasks, MAX_TASKS)
+        problems += _too_big("design.attempts", design.attempts, MAX_ATTEMPTS)
+        problems += _too_big("design.arms", len(design.arms), MAX_ARMS, " arms")
         for field in ("turn_limit", "slack", "horizon"):
-            p += _too_big(f"design.{field}", getattr(d, field), MAX_TURNS)
-        if d.seeds is not None:
-            p += _too_big("design.seeds", len(d.seeds), MAX_TASKS, " seeds")
-            bad = [x for x in d.seeds if not 0 <= x < SEED_MODULUS]
+            problems += _too_big(f"design.{field}", getattr(design, field), MAX_TURNS)
+        if design.seeds is not None:
+            problems += _too_big("design.seeds", len(design.seeds), MAX_TASKS, " seeds")
+            bad = [x for x in design.seeds if not 0 <= x < SEED_MODULUS]
             if bad:
-                p.append(f"design.seeds: {bad[0]} is outside 0 to {SEED_MODULUS - 1}")
-        if len(d.seed_string) > 1000:
-            p.append(f"design.seed_string: {len(d.seed_string):,} characters; at most 1,000")
-        if not p and d.tasks >= 1 and d.attempts >= 1:
-            episodes = len(d.arms) * d.tasks * d.attempts
-            p += _too_big("design", episodes, MAX_EPISODES, " episodes (arms x tasks x attempts)")
-    dec: Decoding | None = parsed.get("decoding")
-    if dec is not None:
-        p += _too_big(
-            "decoding.max_completion_tokens", dec.max_completion_tokens, MAX_COMPLETION_TOKENS
+                problems.append(f"design.seeds: {bad[0]} is outside 0 to {SEED_MODULUS - 1}")
+        if len(design.seed_string) > 1000:
+            problems.append(
+                f"design.seed_string: {len(design.seed_string):,} characters; at most 1,000"
+            )
+        if not problems and design.tasks >= 1 and design.attempts >= 1:
+            episodes = len(design.arms) * design.tasks * design.attempts
+            problems += _too_big(
+                "design", episodes, MAX_EPISODES, " episodes (arms x tasks x attempts)"
+            )
+    decoding: Decoding | None = parsed.get("decoding")
+    if decoding is not None:
+        problems += _too_big(
+            "decoding.max_completion_tokens", decoding.max_completion_tokens, MAX_COMPLETION_TOKENS
         )
-    e: Execution | None = parsed.get("execution")
-    if e is not None:
-        p += _too_big("execution.concurrency", e.concurrency, MAX_CONCURRENCY)
-        p += _too_big("execution.max_retries", e.max_retries, MAX_RETRIES)
+    execution: Execution | None = parsed.get("execution")
+    if execution is not None:
+        problems += _too_big("execution.concurrency", execution.concurrency, MAX_CONCURRENCY)
+        problems += _too_big("execution.max_retries", execution.max_retries, MAX_RETRIES)
         for field in ("backoff_s", "backoff_max_s", "request_timeout_s", "episode_timeout_s"):
-            p += _too_big(f"execution.{field}", getattr(e, field), MAX_SECONDS, " seconds")
-    b: Budget | None = parsed.get("budget")
-    if b is not None:
-        p += _too_big("budget.wall_clock_s", b.wall_clock_s, MAX_SECONDS, " seconds")
-    t: Thresholds | None = parsed.get("thresholds")
-    if t is not None:
-        p += _too_big("thresholds.bootstrap_resamples", t.bootstrap_resamples, MAX_RESAMPLES)
-        if 0.0 < t.resolution < MIN_RESOLUTION:
-            p.append(
-                f"thresholds.resolution: {t.resolution:g} is below the finest resolution "
+            problems += _too_big(
+                f"execution.{field}", getattr(execution, field), MAX_SECONDS, " seconds"
+            )
+    budget: Budget | None = parsed.get("budget")
+    if budget is not None:
+        problems += _too_big("budget.wall_clock_s", budget.wall_clock_s, MAX_SECONDS, " seconds")
+    thresholds: Thresholds | None = parsed.get("thresholds")
+    if thresholds is not None:
+        problems += _too_big(
+            "thresholds.bootstrap_resamples", thresholds.bootstrap_resamples, MAX_RESAMPLES
+        )
+        if 0.0 < thresholds.resolution < MIN_RESOLUTION:
+            problems.append(
+                f"thresholds.resolution: {thresholds.resolution:g} is below the finest resolution "
                 f"{MIN_RESOLUTION} (it would need more than {MAX_TASKS:,} tasks)"
             )
-    return p
+    return problems
 
 
 def validate_preregistration(
@@ -969,48 +991,55 @@ def load_preregistration(path: str | Path, *, base_url: str | None = None) -> Pl
     `base_url` (run --base-url) sets model.base_url before validation, for a server whose port is
     only known when it starts; the run records the document with the address it used.
     """
-    p = Path(path)
+    file_path = Path(path)
     try:
-        with p.open("rb") as fh:
+        with file_path.open("rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except IsADirectoryError:
         raise PreregistrationError(
-            [f"{p}: is a directory, not a pre-registration file; give the YAML file's path"]
+            [f"{file_path}: is a directory, not a pre-registration file; give the YAML file's path"]
         ) from None
     except OSError as exc:
-        problem = f"{p}: cannot be read ({exc.strerror}); check the path"
+        problem = f"{file_path}: cannot be read ({exc.strerror}); check the path"
         raise PreregistrationError([problem]) from None
     if len(data) > MAX_FILE_BYTES:
         raise PreregistrationError(
-            [f"{p}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB); a pre-registration is one page"]
+            [
+                f"{file_path}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB); "
+                "a pre-registration is one page"
+            ]
         )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PreregistrationError(
             [
-                f"{p}: not UTF-8 text (byte {exc.start} is {data[exc.start : exc.start + 1]!r}); "
-                "save the file as UTF-8"
+                f"{file_path}: not UTF-8 text "
+                f"(byte {exc.start} is {data[exc.start : exc.start + 1]!r}); save the file as UTF-8"
             ]
         ) from None
     if "\x00" in text:
-        raise PreregistrationError([f"{p}: holds NUL bytes; a pre-registration is YAML text"])
-    doc = read_yaml(text, str(p))
+        raise PreregistrationError(
+            [f"{file_path}: holds NUL bytes; a pre-registration is YAML text"]
+        )
+    doc = read_yaml(text, str(file_path))
     if not isinstance(doc, Mapping):
-        raise PreregistrationError([f"{p}: must be a YAML mapping of sections (format, model ...)"])
+        raise PreregistrationError(
+            [f"{file_path}: must be a YAML mapping of sections (format, model ...)"]
+        )
     if base_url is not None:
         model = doc.get("model")
         doc = {
             **doc,
             "model": {**model, "base_url": base_url} if isinstance(model, dict) else model,
         }
-    return validate_preregistration(doc, source=str(p))
+    return validate_preregistration(doc, source=str(file_path))
 
 
 def describe_plan(plan: Plan) -> str:
     """The plan as validate prints it: arms, seeds and hash, episodes, horizon, resolution."""
     pr = plan.preregistration
-    r = plan.resolution
+    resolution = plan.resolution
     lines = [
         f"pre-registration {pr.name} ({plan.source or 'in memory'}): valid",
         f"  model        {pr.model.provider} {pr.model.model}"
@@ -1022,22 +1051,24 @@ def describe_plan(plan: Plan) -> str:
         f"{plan.attempts} attempts)",
         f"  horizon      {plan.horizon} (slack {pr.design.slack}); turn limit "
         f"{pr.design.turn_limit}",
-        f"  resolution   MDD {_mdd_text(r.mdd_any)} for arms of any dependence, "
-        f"{_mdd_text(r.mdd_independent)} for independent arms (alpha 0.05, 80% power, worst-case "
-        f"variance); declared {r.declared:.3f}, which {r.tasks_needed_any} tasks per arm resolve "
-        f"({r.tasks_needed_independent} for independent arms)",
+        f"  resolution   MDD {_mdd_text(resolution.mdd_any)} for arms of any dependence, "
+        f"{_mdd_text(resolution.mdd_independent)} for independent arms (alpha 0.05, 80% power, "
+        f"worst-case variance); declared {resolution.declared:.3f}, which "
+        f"{resolution.tasks_needed_any} tasks per arm resolve "
+        f"({resolution.tasks_needed_independent} for independent arms)",
     ]
-    if r.under_powered:
+    if resolution.under_powered:
         lines.append(
-            f"  warning: under-powered: the worst-case MDD {_mdd_text(r.mdd_any)} is above the "
-            f"declared resolution {r.declared:.3f}; {r.tasks_needed_any} tasks per arm guarantee "
-            f"it ({r.tasks_needed_independent} for independent arms). Pairs with less variance can "
-            "still be called."
+            f"  warning: under-powered: the worst-case MDD {_mdd_text(resolution.mdd_any)} is "
+            f"above the declared resolution {resolution.declared:.3f}; "
+            f"{resolution.tasks_needed_any} tasks per arm guarantee it "
+            f"({resolution.tasks_needed_independent} for independent arms). Pairs with less "
+            "variance can still be called."
         )
-    b = pr.budget
+    budget = pr.budget
     lines.append(
-        f"  budget       {b.tokens:,} tokens, {b.wall_clock_s:g} s per session, "
-        + (f"${b.dollars:g}" if b.dollars is not None else "no dollar cap")
+        f"  budget       {budget.tokens:,} tokens, {budget.wall_clock_s:g} s per session, "
+        + (f"${budget.dollars:g}" if budget.dollars is not None else "no dollar cap")
         + ("" if pr.model.rates else " (no rates declared: dollars are not computed)")
     )
     if plan.own_tools is not None:
