@@ -126,55 +126,68 @@ class ToolSet(BaseModel):
 # --------------------------------------------------------------------------- validation
 
 
-def _schema_problems(where: str, s: object, depth: int) -> list[str]:
+def _schema_problems(where: str, schema: object, depth: int) -> list[str]:
     """The problems of one schema node in the supported JSON-schema subset."""
-    if not isinstance(s, dict):
-        return [f"{where}: must be a JSON-schema object (a mapping), got {type(s).__name__}"]
+    if not isinstance(schema, dict):
+        return [f"{where}: must be a JSON-schema object (a mapping), got {type(schema).__name__}"]
     if depth > MAX_DEPTH:
         return [f"{where}: nested deeper than {MAX_DEPTH} levels"]
-    p: list[str] = []
-    unknown = sorted(k for k in s if k not in _KEYWORDS)
+    problems: list[str] = []
+    unknown = sorted(k for k in schema if k not in _KEYWORDS)
     if unknown:
-        p.append(
+        problems.append(
             f"{where}: unsupported keyword(s) {', '.join(unknown)}; supported: "
             + ", ".join(sorted(_KEYWORDS))
         )
-    t = s.get("type")
-    types = t if isinstance(t, list) else [t] if t is not None else []
-    if t is not None and (
+    type_field = schema.get("type")
+    types = (
+        type_field
+        if isinstance(type_field, list)
+        else [type_field]
+        if type_field is not None
+        else []
+    )
+    if type_field is not None and (
         not types or not all(isinstance(x, str) and x in JSON_TYPES for x in types)
     ):
-        p.append(f"{where}.type: {t!r} is not a JSON-schema type ({', '.join(sorted(JSON_TYPES))})")
-    if "enum" in s and (not isinstance(s["enum"], list) or not s["enum"]):
-        p.append(f"{where}.enum: must be a non-empty list of values")
-    if "properties" in s:
-        props = s["properties"]
+        problems.append(
+            f"{where}.type: {type_field!r} is not a JSON-schema type "
+            f"({', '.join(sorted(JSON_TYPES))})"
+        )
+    if "enum" in schema and (not isinstance(schema["enum"], list) or not schema["enum"]):
+        problems.append(f"{where}.enum: must be a non-empty list of values")
+    if "properties" in schema:
+        props = schema["properties"]
         if not isinstance(props, dict):
-            p.append(f"{where}.properties: must be a mapping of property name to schema")
+            problems.append(f"{where}.properties: must be a mapping of property name to schema")
         else:
             for key, sub in props.items():
-                p += _schema_problems(f"{where}.properties.{key}", sub, depth + 1)
-    if "required" in s:
-        req = s["required"]
-        declared = s.get("properties")
+                problems += _schema_problems(f"{where}.properties.{key}", sub, depth + 1)
+    if "required" in schema:
+        req = schema["required"]
+        declared = schema.get("properties")
         names: dict[str, Any] = declared if isinstance(declared, dict) else {}
         if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
-            p.append(f"{where}.required: must be a list of property names")
+            problems.append(f"{where}.required: must be a list of property names")
         else:
             missing = [r for r in req if r not in names]
             if missing:
-                p.append(f"{where}.required: {', '.join(missing)} not in properties")
-    if "additionalProperties" in s and not isinstance(s["additionalProperties"], (bool, dict)):
-        p.append(f"{where}.additionalProperties: must be true, false or a schema")
-    if isinstance(s.get("additionalProperties"), dict):
-        p += _schema_problems(f"{where}.additionalProperties", s["additionalProperties"], depth + 1)
-    if "items" in s:
-        p += _schema_problems(f"{where}.items", s["items"], depth + 1)
-    return p
+                problems.append(f"{where}.required: {', '.join(missing)} not in properties")
+    if "additionalProperties" in schema and not isinstance(
+        schema["additionalProperties"], (bool, dict)
+    ):
+        problems.append(f"{where}.additionalProperties: must be true, false or a schema")
+    if isinstance(schema.get("additionalProperties"), dict):
+        problems += _schema_problems(
+            f"{where}.additionalProperties", schema["additionalProperties"], depth + 1
+        )
+    if "items" in schema:
+        problems += _schema_problems(f"{where}.items", schema["items"], depth + 1)
+    return problems
 
 
-def _function(i: int, raw: object) -> tuple[dict[str, Any] | None, list[str]]:
-    where = f"tools[{i}]"
+def _function(index: int, raw: object) -> tuple[dict[str, Any] | None, list[str]]:
+    where = f"tools[{index}]"
     if not isinstance(raw, dict):
         return None, [f"{where}: must be an OpenAI function tool object, got {type(raw).__name__}"]
     if "function" in raw or "type" in raw:
@@ -195,76 +208,77 @@ def tool_file_problems(data: object) -> tuple[list[UserTool], list[str]]:
     items = data.get("tools") if isinstance(data, dict) else data
     if not isinstance(items, list):
         return [], ['(file): must be a JSON list of OpenAI function tools, or {"tools": [...]}']
-    p: list[str] = []
+    problems: list[str] = []
     if not items:
-        p.append("(file): holds no tools; list at least one")
+        problems.append("(file): holds no tools; list at least one")
     if len(items) > MAX_TOOLS:
-        p.append(f"(file): {len(items)} tools is more than the {MAX_TOOLS} a block may hold")
+        problems.append(f"(file): {len(items)} tools is more than the {MAX_TOOLS} a block may hold")
     tools: list[UserTool] = []
     seen: dict[str, int] = {}
-    for i, raw in enumerate(items):
-        fn, probs = _function(i, raw)
-        p += probs
+    for index, raw in enumerate(items):
+        fn, probs = _function(index, raw)
+        problems += probs
         if fn is None:
             continue
-        where = f"tools[{i}]"
+        where = f"tools[{index}]"
         extra = sorted(k for k in fn if k not in ("name", "description", "parameters", "strict"))
         if extra:
-            p.append(f"{where}: unknown key(s) {', '.join(extra)} in the function object")
+            problems.append(f"{where}: unknown key(s) {', '.join(extra)} in the function object")
         name = fn.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
-            p.append(
-                f"{where}.name: {name!r} is not a legal tool name (1-64 letters, digits, '_' or '-')"
+            problems.append(
+                f"{where}.name: {name!r} is not a legal tool name "
+                "(1-64 letters, digits, '_' or '-')"
             )
             continue
         if name in seen:
-            p.append(
+            problems.append(
                 f"{where}.name: {name!r} repeats tools[{seen[name]}]; tool names must be unique"
             )
             continue
-        seen[name] = i
+        seen[name] = index
         if _STAGE.match(name):
-            p.append(
+            problems.append(
                 f"{where}.name: {name!r} is a stage tool name the tasks use "
                 "(<ladder word>_<class>); rename the tool"
             )
             continue
         if name in generator_read_names():
-            p.append(
+            problems.append(
                 f"{where}.name: {name!r} is a read tool name the tasks may keep in the block; "
                 "rename the tool"
             )
             continue
         desc = fn.get("description", "")
         if not isinstance(desc, str):
-            p.append(f"{where}.description: must be a string")
+            problems.append(f"{where}.description: must be a string")
             continue
         params = fn.get("parameters", {"type": "object", "properties": {}})
         where_p = f"{where}.parameters"
         if not isinstance(params, dict) or params.get("type") != "object":
-            p.append(f'{where_p}: must be a JSON-schema object with "type": "object"')
+            problems.append(f'{where_p}: must be a JSON-schema object with "type": "object"')
             continue
         probs = _schema_problems(where_p, params, 0)
         if probs:
-            p += probs
+            problems += probs
             continue
         tools.append(UserTool(name=name, description=desc, parameters=params))
-    return tools, p
+    return tools, problems
 
 
 def load_tool_file(path: str | Path, *, shown_as: str | None = None) -> ToolSet:
     """Read and validate a tool file; ToolFileError carries one line per problem."""
-    p = Path(path)
-    label = shown_as or str(p)
+    file_path = Path(path)
+    label = shown_as or str(file_path)
     try:
-        size = p.stat().st_size
+        size = file_path.stat().st_size
     except OSError as exc:
         raise ToolFileError([f"{label}: cannot be read ({exc.strerror}); check the path"]) from None
     if size > MAX_BYTES:
         raise ToolFileError(
             [f"{label}: {size:,} bytes is more than the {MAX_BYTES:,} a tool file may hold"]
         )
-    raw = p.read_bytes()
+    raw = file_path.read_bytes()
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -291,11 +305,13 @@ def kept_reads(bundle: TaskBundle) -> frozenset[str]:
     """The reads the task needs: a spread part, or a read its prompt or seeded history names."""
     text = _names_in_prompt(bundle)
     out = set()
-    for b in bundle.engine.bindings:
-        if b.kind != "read":
+    for binding in bundle.engine.bindings:
+        if binding.kind != "read":
             continue
-        if b.part is not None or re.search(rf"(?<![\w]){re.escape(b.name)}(?![\w])", text):
-            out.add(b.name)
+        if binding.part is not None or re.search(
+            rf"(?<![\w]){re.escape(binding.name)}(?![\w])", text
+        ):
+            out.add(binding.name)
     return frozenset(out)
 
 
@@ -308,20 +324,20 @@ def own_block(bundle: TaskBundle, tools: ToolSet) -> tuple[list[ToolBinding], li
     bindings: list[ToolBinding] = []
     out: list[dict[str, Any]] = []
 
-    def add_user(t: UserTool) -> None:
-        bindings.append(ToolBinding(name=t.name, kind="read", parameters=(QUERY,)))
-        out.append(t.tool_schema())
+    def add_user(user_tool: UserTool) -> None:
+        bindings.append(ToolBinding(name=user_tool.name, kind="read", parameters=(QUERY,)))
+        out.append(user_tool.tool_schema())
 
-    for b in bundle.engine.bindings:
-        if b.kind == "read" and b.name not in keep:
+    for binding in bundle.engine.bindings:
+        if binding.kind == "read" and binding.name not in keep:
             nxt = next(user, None)
             if nxt is not None:
                 add_user(nxt)
             continue
-        bindings.append(b)
-        out.append(schemas[b.name])
-    for t in user:
-        add_user(t)
+        bindings.append(binding)
+        out.append(schemas[binding.name])
+    for user_tool in user:
+        add_user(user_tool)
     return bindings, out
 
 
@@ -338,53 +354,59 @@ def with_own_tools(bundle: TaskBundle, tools: ToolSet) -> TaskBundle:
 # --------------------------------------------------------------------------- scoring a call
 
 
-def _type_ok(value: object, t: str) -> bool:
-    if t == "string":
+def _type_ok(value: object, type_name: str) -> bool:
+    if type_name == "string":
         return isinstance(value, str)
-    if t == "integer":
+    if type_name == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
-    if t == "number":
+    if type_name == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if t == "boolean":
+    if type_name == "boolean":
         return isinstance(value, bool)
-    if t == "array":
+    if type_name == "array":
         return isinstance(value, list)
-    if t == "object":
+    if type_name == "object":
         return isinstance(value, dict)
     return value is None  # null
 
 
-def _value_ok(value: object, s: Mapping[str, Any]) -> bool:
+def _value_ok(value: object, schema: Mapping[str, Any]) -> bool:
     """Whether a value meets a schema node's type, enum, items and nested object rules."""
-    if value is None and s.get("nullable") is True:
+    if value is None and schema.get("nullable") is True:
         return True
-    t = s.get("type")
-    types = t if isinstance(t, list) else [t] if isinstance(t, str) else []
+    type_field = schema.get("type")
+    types = (
+        type_field
+        if isinstance(type_field, list)
+        else [type_field]
+        if isinstance(type_field, str)
+        else []
+    )
     if types and not any(_type_ok(value, x) for x in types):
         return False
-    if "enum" in s and value not in s["enum"]:
+    if "enum" in schema and value not in schema["enum"]:
         return False
-    if "const" in s and value != s["const"]:
+    if "const" in schema and value != schema["const"]:
         return False
-    if isinstance(value, list) and isinstance(s.get("items"), dict):
-        return all(_value_ok(v, s["items"]) for v in value)
-    if isinstance(value, dict) and ("properties" in s or "required" in s):
-        return _object_check(value, s) == "ok"
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return all(_value_ok(v, schema["items"]) for v in value)
+    if isinstance(value, dict) and ("properties" in schema or "required" in schema):
+        return _object_check(value, schema) == "ok"
     return True
 
 
-def _object_check(args: Mapping[str, Any], s: Mapping[str, Any]) -> str:
+def _object_check(args: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
     """'missing', 'extra', 'value' or 'ok' for an object against its schema."""
-    props: Mapping[str, Any] = s.get("properties") or {}
-    if any(r not in args for r in s.get("required") or ()):
+    props: Mapping[str, Any] = schema.get("properties") or {}
+    if any(r not in args for r in schema.get("required") or ()):
         return "missing"
     extra = [k for k in args if k not in props]
-    addl = s.get("additionalProperties", True)
+    addl = schema.get("additionalProperties", True)
     if extra and addl is False:
         return "extra"
-    for k, v in args.items():
-        sub = props.get(k, addl if isinstance(addl, dict) else None)
-        if isinstance(sub, dict) and not _value_ok(v, sub):
+    for key, value in args.items():
+        sub = props.get(key, addl if isinstance(addl, dict) else None)
+        if isinstance(sub, dict) and not _value_ok(value, sub):
             return "value"
     return "ok"
 
