@@ -31,6 +31,8 @@ _writing: list[Path] = []
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain (click-style) help: rich's help renderer costs about 0.1 s of imports on every --help.
+    rich_markup_mode=None,
     no_args_is_help=True,
     help="Generated tool-use tasks, a pure verifier, a pin ledger, pre-registered studies and cards.",
 )
