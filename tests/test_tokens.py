@@ -1,4 +1,4 @@
-"""The pinned tokenizer: loaded lazily from bpe-openai's extension, counting exactly as the package."""
+"""The pinned tokenizer: loaded lazily from bpe-openai's extension, counting as the package does."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -105,25 +106,50 @@ def test_import_is_cheap_and_the_first_count_skips_the_package_tables() -> None:
     assert after_count == ["bpe_openai._bindings"]  # the extension alone: no compat tables
 
 
-# Every text the full pin sweep (all 45 arms x 60 seeds, the contrasts `generate --arms` checks)
-# sends to the tokenizer, recorded in a fresh process (no warm caches hide a text), then counted
-# by bpe_openai's own get_encoding("o200k_base") and by count_tokens.
+# The full pin sweep (all 45 arms x 60 seeds, the contrasts `generate --arms` checks) in a fresh
+# process, so no warm cache hides a text. It records every text sent to the tokenizer, and checks
+# the history search's piecewise count (draft._pair_tokens) against the whole messages' count
+# (history_tokens of the rendered call and answer) at every query the search tries. Then every
+# recorded text is counted by bpe_openai's own get_encoding("o200k_base") and by count_tokens.
 _SWEEP = textwrap.dedent(
     """
-    import json, sys
+    import json
     from poisson_tasks import tokens
     from poisson_tasks.arms import KNOBS, all_arms
+    from poisson_tasks.bundle import canonical_json
+    from poisson_tasks.domain.engine import read_payload
+    from poisson_tasks.generator import draft
     from poisson_tasks.pins.plan import check_plan
+    from poisson_tasks.transcript import history_tokens
 
     real = tokens._backend()
     seen = []
 
     class Recorder:
-        def encode(self, text):
+        def count(self, text):
             seen.append(text)
-            return real.encode(text)
+            return real.count(text)
+
+    piecewise = draft._pair_tokens
+    pairs = []
+    pair_bad = []
+
+    def checked(sc, names, i, query, seq, pieces):
+        got = piecewise(sc, names, i, query, seq, pieces)
+        messages = draft._read_exchange(sc, names, i, query, seq)
+        ask, answer = (canonical_json(m).decode() for m in messages)
+        payload = read_payload(sc.key, names[i % len(names)], query)
+        same_text = ask == pieces.ask_head + query + pieces.ask_tail and answer == (
+            pieces.answer_head + " " + payload + pieces.answer_tail
+        )
+        whole = history_tokens(messages)
+        pairs.append(query)
+        if got != whole or not same_text:
+            pair_bad.append([query, got, whole, same_text])
+        return got
 
     tokens._backend = lambda: Recorder()
+    draft._pair_tokens = checked
     arms = [a.id for knob in KNOBS for a in all_arms(knob)]
     report = check_plan(arms, range(60))
     tokens._backend = lambda: real
@@ -132,17 +158,41 @@ _SWEEP = textwrap.dedent(
     import bpe_openai
 
     reference = bpe_openai.get_encoding("o200k_base")
-    bad = [t for t in seen if tokens.count_tokens(t) != len(reference.encode(t))]
-    print(json.dumps({"arms": len(arms), "texts": len(seen), "bad": bad[:5], "n_bad": len(bad)}))
+    bad = [t for t in set(seen) if tokens.count_tokens(t) != len(reference.encode(t))]
+    print(json.dumps({
+        "arms": len(arms), "texts": len(seen), "bad": bad[:5], "n_bad": len(bad),
+        "pairs": len(pairs), "digit_first": sum(q[0].isdigit() for q in pairs),
+        "digit_last": sum(q[-1].isdigit() for q in pairs), "pair_bad": pair_bad[:5],
+        "n_pair_bad": len(pair_bad),
+    }))
     """
 )
 
 
-def test_every_text_of_the_full_pin_sweep_counts_as_bpe_openai_counts_it() -> None:
+@pytest.fixture(scope="module")
+def sweep() -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", _SWEEP], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, "-c", _SWEEP], capture_output=True, text=True, check=True, timeout=900
     )
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["arms"] == 45
-    assert result["texts"] > 10_000, result  # the recorder saw the sweep's texts
-    assert result["n_bad"] == 0, result["bad"]
+    return result
+
+
+def test_every_text_of_the_full_pin_sweep_counts_as_bpe_openai_counts_it(
+    sweep: dict[str, Any],
+) -> None:
+    assert sweep["texts"] > 10_000, sweep  # the recorder saw the sweep's texts
+    assert sweep["n_bad"] == 0, sweep["bad"]
+
+
+def test_the_history_search_counts_by_pieces_exactly_over_the_full_sweep(
+    sweep: dict[str, Any],
+) -> None:
+    """Counting the query and the payload apart from the rest of their messages never changes a
+    total the history search sees (the tokenizer never merges across those cuts)."""
+    assert sweep["pairs"] > 10_000, sweep  # every history bundle's search ran through the check
+    # queries starting and ending with a digit and with a letter were both tried
+    assert 0 < sweep["digit_first"] < sweep["pairs"]
+    assert 0 < sweep["digit_last"] < sweep["pairs"]
+    assert sweep["n_pair_bad"] == 0, sweep["pair_bad"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
-from poisson_tasks.bundle import Goal, ToolCall
+from poisson_tasks.bundle import Goal, ToolCall, canonical_json
 from poisson_tasks.domain.engine import chain_token, format_line, read_payload
 from poisson_tasks.domain.ledger import FaultPlan, Row, ToolBinding
 from poisson_tasks.domain.vocabulary import LADDER
@@ -14,6 +14,7 @@ from poisson_tasks.errors import GeneratorFault
 from poisson_tasks.generator.prompts import CLIMB
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.generator.tools import read_tool
+from poisson_tasks.tokens import count_tokens
 from poisson_tasks.transcript import BAND, exchange, history_tokens
 
 
@@ -206,14 +207,60 @@ def _history_plan(
         return i, _last_query(sc, names, i, first_seq + i, target - total, target)
 
 
+class _PairPieces(NamedTuple):
+    """One seeded read call and its ok answer, as history_tokens counts them, cut where a query
+    changes them: the call's message is ask_head + query + ask_tail, the answer's message is
+    answer_head + " " + payload + answer_tail; `fixed` is the four pieces' tokens."""
+
+    ask_head: str
+    ask_tail: str
+    answer_head: str
+    answer_tail: str
+    fixed: int
+
+
+_QUERY_OPEN = '\\"query\\": \\"'  # the query's opening quote inside the call's arguments
+
+
+def _pair_pieces(sc: Scenario, names: list[str], i: int, seq: int) -> _PairPieces:
+    ask, answer = (canonical_json(m).decode() for m in _read_exchange(sc, names, i, "", seq))
+    cut = ask.index(_QUERY_OPEN) + len(_QUERY_OPEN)
+    payload = read_payload(sc.key, names[i % len(names)], "")
+    at = answer.index(payload)
+    if ask.count(_QUERY_OPEN) != 1 or answer.count(payload) != 1 or answer[at - 1] != " ":
+        raise GeneratorFault(
+            f"seeded read call {i + 1}: its messages cannot be cut around the query"
+        )
+    pieces = (ask[:cut], ask[cut:], answer[: at - 1], answer[at + len(payload) :])
+    return _PairPieces(*pieces, fixed=sum(count_tokens(piece) for piece in pieces))
+
+
+def _pair_tokens(
+    sc: Scenario, names: list[str], i: int, query: str, seq: int, pieces: _PairPieces
+) -> int:
+    """history_tokens(_read_exchange(sc, names, i, query, seq)) for a non-empty query, counted as
+    the pieces' tokens plus the query's and the answer payload's (with its leading space).
+
+    Exact because every cut falls between two of the tokenizer's pre-tokens (its merges never
+    cross one): the query and payload are hex digits between punctuation and a run of spaces.
+    tests/test_tokens.py checks it against the whole messages' count at every query the full pin
+    sweep (45 arms x 60 seeds) tries.
+    """
+    payload = read_payload(sc.key, names[i % len(names)], query)
+    return pieces.fixed + count_tokens(query) + count_tokens(" " + payload)
+
+
 def _last_query(
     sc: Scenario, names: list[str], i: int, seq: int, need: int, target: int
 ) -> tuple[int, int]:
     """The (length, offset) of the last query whose pair is `need` tokens (else the closest)."""
+    pieces = _pair_pieces(sc, names, i, seq)
 
     def tokens_at(length: int, offset: int = 0) -> int:
         q = _padded_query(sc, i + offset, length)
-        return history_tokens(_read_exchange(sc, names, i, q, seq))
+        if not q:  # the quotes around an empty query meet in one pre-token: count it whole
+            return history_tokens(_read_exchange(sc, names, i, q, seq))
+        return _pair_tokens(sc, names, i, q, seq, pieces)
 
     lo, hi = 0, 64
     while tokens_at(hi) < need:
