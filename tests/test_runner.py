@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
+import re
 import signal
 import socket
 import subprocess
@@ -28,7 +30,7 @@ from poisson_tasks.prereg import load_preregistration
 from poisson_tasks.reference import ReferenceServer, noisy_expected, start_reference_server
 from poisson_tasks.runfolder import EPISODES, EpisodeLine, iter_episodes, read_header
 from poisson_tasks.runner import run_preregistration
-from poisson_tasks.runner.endpoint import parse_tool_call, redact
+from poisson_tasks.runner.endpoint import parse_tool_call, redact, scrub
 from poisson_tasks.runner.textcalls import looks_like_tool_call
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
@@ -617,6 +619,82 @@ def test_redact_removes_the_key_and_key_shaped_text() -> None:
     assert "sk-proj" not in out and "secret-value" not in out and "[redacted]" in out
 
 
+def _redact_by_hand(text: str, secret: str) -> str:
+    """redact() as first written: the key, then every position covered by an 8-character piece."""
+    text = text.replace(secret, "[redacted]")
+    width = min(8, len(secret))
+    pieces = {secret[i : i + width] for i in range(len(secret) - width + 1)}
+    covered = [False] * len(text)
+    for at in range(len(text) - width + 1):
+        if text[at : at + width] in pieces:
+            covered[at : at + width] = [True] * width
+    out, at = [], 0
+    while at < len(text):
+        if covered[at]:
+            while at < len(text) and covered[at]:
+                at += 1
+            out.append("[redacted]")
+        else:
+            out.append(text[at])
+            at += 1
+    return re.sub(r"\b(sk|key|rk)-[A-Za-z0-9_\-*]{4,}", "[redacted]", "".join(out))
+
+
+def _scrub_by_hand(value: Any, secret: str) -> Any:
+    if isinstance(value, str):
+        return _redact_by_hand(value, secret)
+    if isinstance(value, dict):
+        return {_scrub_by_hand(k, secret): _scrub_by_hand(v, secret) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_by_hand(v, secret) for v in value]
+    return value
+
+
+def test_scrub_and_redact_equal_the_position_by_position_pass() -> None:
+    """The fast paths (one search over all strings, the pieces looked for in C) change nothing."""
+    rng = random.Random(20261201)
+
+    def text(secret: str) -> str:
+        parts = []
+        for _ in range(rng.randint(0, 4)):
+            roll = rng.random()
+            if roll < 0.25:
+                start = rng.randint(0, len(secret))
+                parts.append(secret[start : rng.randint(start, len(secret))])
+            elif roll < 0.35:
+                parts.append(rng.choice(["sk-", "key-", "rk-", "sk-abcd", "xsk-abcde", "\0"]))
+            else:
+                parts.append(
+                    "".join(rng.choice("ab-_kXY01 \n\0") for _ in range(rng.randint(0, 9)))
+                )
+        return "".join(parts)
+
+    def value(secret: str, depth: int = 0) -> Any:
+        roll = rng.random()
+        if depth > 3 or roll < 0.4:
+            return text(secret)
+        if roll < 0.55:
+            return rng.randint(0, 9)
+        if roll < 0.8:
+            return [value(secret, depth + 1) for _ in range(rng.randint(0, 4))]
+        return {text(secret): value(secret, depth + 1) for _ in range(rng.randint(0, 4))}
+
+    changed = 0
+    for _ in range(3000):
+        secret = "".join(rng.choice("abXY01-_sk\0") for _ in range(rng.randint(1, 20)))
+        sample = value(secret)
+        assert scrub(sample, secret) == _scrub_by_hand(sample, secret), (sample, secret)
+        if isinstance(sample, str):
+            assert redact(sample, secret) == _redact_by_hand(sample, secret)
+        changed += scrub(sample, secret) != sample
+    assert changed > 300  # the samples do hold keys and key-shaped text
+    key = "sk-proj-Ab3dEf9hIjKlMnOpQrStUvWxYz0123456789"
+    transcript = {"messages": [{"role": "user", "content": "a plain task"}], "responses": [{}]}
+    assert scrub(transcript, key) == transcript
+    transcript["responses"] = [{"id": "x", "note": f"echo {key[5:19]} back"}]
+    assert scrub(transcript, key) == _scrub_by_hand(transcript, key) != transcript
+
+
 # --------------------------------------------------------------------------- the endpoint's answers
 
 
@@ -773,6 +851,27 @@ def test_the_progress_line_shows_done_pass_rate_spend_retries_and_eta() -> None:
     assert quiet.getvalue() == ""
 
 
+def test_the_runner_builds_no_negative_controls(
+    tmp_path: Path, server: ReferenceServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It never reads them; the task ids in its records are the whole tasks' ids all the same."""
+    from poisson_tasks.generator import generate as real
+
+    asked: list[bool] = []
+
+    def spy(arm: str, seed: int, controls: bool = True) -> Any:
+        asked.append(controls)
+        return real(arm, seed, controls=controls)
+
+    monkeypatch.setattr("poisson_tasks.runner.run.generate", spy)
+    path = prereg(tmp_path, base_url=server.base_url, tasks=2, attempts=1)
+    run_preregistration(path, tmp_path / "run", show_progress=False)
+    lines = lines_of(tmp_path / "run")
+    plan = load_preregistration(path)
+    assert asked.count(False) == len(lines) == plan.episodes  # one lean bundle per episode
+    assert all(ln.task_id == real(ln.arm_id, ln.seed).task_id for ln in lines)
+
+
 def test_a_runner_bug_stops_the_run_and_is_not_called_complete(
     tmp_path: Path, server: ReferenceServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -788,10 +887,10 @@ def test_a_runner_bug_stops_the_run_and_is_not_called_complete(
     )
     bad_seed = load_preregistration(path).seeds[2]
 
-    def broken(arm: str, seed: int) -> Any:
+    def broken(arm: str, seed: int, controls: bool = True) -> Any:
         if seed == bad_seed:
             raise RuntimeError("generator bug")
-        return real(arm, seed)
+        return real(arm, seed, controls=controls)
 
     monkeypatch.setattr("poisson_tasks.runner.run.generate", broken)
     with pytest.raises(RuntimeError, match="generator bug"):

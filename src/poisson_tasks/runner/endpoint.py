@@ -51,6 +51,7 @@ ATTEMPT_HEADER = "X-Poisson-Attempt"
 # mapping): the client's per-call parameter transform costs milliseconds per call.
 _JSON = {"Content-Type": "application/json"}
 _KEYISH = re.compile(r"\b(sk|key|rk)-[A-Za-z0-9_\-*]{4,}")
+_KEY_PREFIXES = ("sk-", "key-", "rk-")  # every _KEYISH match holds one of these
 SECRET_PIECE = 8  # any run of this many characters of the key is redacted
 EVIDENCE_BYTES = 4096
 _CREDENTIAL_HEADERS = frozenset(
@@ -80,14 +81,17 @@ def _pieces(secret: str) -> frozenset[str]:
 
 def redact(text: str, secret: str | None) -> str:
     """Remove the API key, every 8-character piece of it, and anything shaped like a key."""
+    return _redact(text, secret, _pieces(secret) if secret else frozenset())
+
+
+def _redact(text: str, secret: str | None, pieces: frozenset[str]) -> str:
+    """redact() with the key's pieces made once by the caller."""
     if secret:
         text = text.replace(secret, "[redacted]")
-        piece_length = min(SECRET_PIECE, len(secret))
-        pieces = _pieces(secret)
-        if len(text) >= piece_length and any(
-            text[position : position + piece_length] in pieces
-            for position in range(len(text) - piece_length + 1)
-        ):
+        # Whether any piece occurs, by the string search in C: on a text without one (nearly
+        # every text) the position-by-position pass below would change nothing.
+        if any(piece in text for piece in pieces):
+            piece_length = min(SECRET_PIECE, len(secret))
             covered = [False] * len(text)
             for position in range(len(text) - piece_length + 1):
                 if text[position : position + piece_length] in pieces:
@@ -107,15 +111,46 @@ def redact(text: str, secret: str | None) -> str:
 
 
 def scrub(obj: Any, secret: str | None) -> Any:
-    """A JSON-like value with every string (and key) redacted; the same object when no key is set."""
+    """A JSON-like value with every string (and key) redacted; the same object when no key is set,
+    or when no string holds a piece of the key or anything shaped like one (nothing to redact)."""
     if not secret:
         return obj
+    pieces = _pieces(secret)
+    texts: list[str] = []
+    _strings(obj, texts)
+    # One search over every string at once, joined by NUL (which the key pattern never matches,
+    # so a hit across two strings can only send a clean value down the exact path below).
+    joined = "\0".join(texts)
+    if not any(piece in joined for piece in pieces) and not _keyish(joined):
+        return obj
+    return _scrub(obj, secret, pieces)
+
+
+def _keyish(text: str) -> bool:
+    """Whether _KEYISH matches: its three prefixes looked for first (the regex is slower)."""
+    return any(prefix in text for prefix in _KEY_PREFIXES) and _KEYISH.search(text) is not None
+
+
+def _strings(obj: Any, out: list[str]) -> None:
+    """Every string of a JSON-like value, keys included, in the order scrub visits them."""
     if isinstance(obj, str):
-        return redact(obj, secret)
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            _strings(key, out)
+            _strings(value, out)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            _strings(value, out)
+
+
+def _scrub(obj: Any, secret: str, pieces: frozenset[str]) -> Any:
+    if isinstance(obj, str):
+        return _redact(obj, secret, pieces)
     if isinstance(obj, dict):
-        return {scrub(k, secret): scrub(v, secret) for k, v in obj.items()}
+        return {_scrub(k, secret, pieces): _scrub(v, secret, pieces) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [scrub(v, secret) for v in obj]
+        return [_scrub(v, secret, pieces) for v in obj]
     return obj
 
 

@@ -147,7 +147,9 @@ class _Tasks:
         key = (slot.arm_id, slot.seed)
         bundle = self._cache.get(key)
         if bundle is None:
-            bundle = generate(slot.arm_id, slot.seed)
+            # The runner never reads the negative controls: built only where the user's own
+            # tools re-derive the task id from the whole bundle (with_own_tools).
+            bundle = generate(slot.arm_id, slot.seed, controls=self._own_tools is not None)
             if self._own_tools is not None:
                 bundle = with_own_tools(bundle, self._own_tools)
             self._cache[key] = bundle
