@@ -13,6 +13,9 @@ calls for the same episodes of the published design (cut to --tasks tasks per ar
           headers), the engine's answers appended, nothing else; bundles generated before the clock
   runner  poisson_tasks.runner.run_plan, the whole runner (generation, verify, records, writes)
 
+The server takes a made-up API key, which both loops send, so the runner redacts its records as in
+any keyed run.
+
 From the server's log, per loop: wall time per call = (last answer - first request) / calls (at
 concurrency 1 the time each call takes end to end, at 32 the inverse of the call rate; preflight
 and closing are outside it); the median time between episodes at concurrency 1; and the
@@ -29,6 +32,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -59,6 +63,10 @@ PUBLISHED = ROOT / "preregistrations" / "published-reference-oracle.yaml"
 LEVELS = (1, 32)
 TARGET_MS = 0.5
 LOG_PATH = "/bench/log"
+# A made-up key for the loopback server, so the runner redacts its records as it does against a
+# real provider (every keyed run scrubs each transcript for pieces of the key).
+KEY = "sk-perf-runner-0c5e2a91b7d84f36a0e1c9b2d7f45e18"
+KEY_ENV = "POISSON_PERF_RUNNER_KEY"
 _USER = re.compile(rb'"user":"([^"]*)"')
 
 # --------------------------------------------------------------------------- the server (child)
@@ -88,7 +96,7 @@ def serve() -> None:
         return response
 
     reference_app.ReferenceApp.handle = timed  # type: ignore[method-assign]
-    server = start_reference_server("127.0.0.1", 0)
+    server = start_reference_server("127.0.0.1", 0, api_key=KEY)
     print(server.base_url, flush=True)
     sys.stdin.read()  # the parent closes stdin (or dies) to stop it
     server.close()
@@ -150,6 +158,7 @@ def take_cpu() -> float:
 def plan_for(base_url: str, tasks: int, concurrency: int) -> Plan:
     doc = load_preregistration(PUBLISHED).preregistration.model_dump(mode="json")
     doc["model"]["base_url"] = base_url
+    doc["model"]["api_key_env"] = KEY_ENV
     doc["design"].update(tasks=tasks, attempts=1)
     doc["design"].pop("seed_list_hash", None)
     doc["execution"]["concurrency"] = concurrency
@@ -162,7 +171,7 @@ def _client(base_url: str, concurrency: int) -> openai.AsyncOpenAI:
         max_keepalive_connections=max(20, concurrency * 2),
     )
     return openai.AsyncOpenAI(
-        api_key="no-key",
+        api_key=KEY,
         base_url=base_url,
         max_retries=0,
         http_client=openai.DefaultAsyncHttpxClient(limits=limits),
@@ -263,6 +272,7 @@ def _ms(seconds: float) -> str:
 def measure(tasks: int, repeats: int) -> list[dict[str, Any]]:
     proc, base_url = start_server()
     rows: list[dict[str, Any]] = []
+    os.environ[KEY_ENV] = KEY
     try:
         asyncio.run(runner_loop(plan_for(base_url, 1, 1)))  # warm: imports, tokenizer, caches
         take_log(base_url)
