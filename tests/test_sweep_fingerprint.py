@@ -25,7 +25,7 @@ from poisson_tasks.generator.draft import Draft
 from poisson_tasks.generator.scenario import Scenario
 from poisson_tasks.golden import SweepFingerprint, fingerprint_differences, sweep_fingerprint
 from poisson_tasks.pins import PinReport
-from poisson_tasks.verifier import verify
+from poisson_tasks.verifier import EpisodeVerdict, verify
 
 STORED = Path(__file__).parent / "golden" / "sweep_fingerprint.json"
 _UNHASHED = ("task_id", "pins")
@@ -43,6 +43,7 @@ def _stored_part(now: SweepFingerprint) -> dict[str, Any]:
     return {
         "seeds": doc["seeds"],
         "arms": {k: doc["arms"][k] for k in now.arms},
+        "verdicts": {k: doc["verdicts"][k] for k in now.verdicts},
         "contrasts": {k: doc["contrasts"][k] for k in now.contrasts},
     }
 
@@ -80,6 +81,25 @@ def test_one_byte_of_one_task_fails_it_naming_the_arm(monkeypatch: pytest.Monkey
     changed = fingerprint_differences(now, _stored_part(now))
     arms_named = [line.split(":", 2)[:2] for line in changed if line.startswith("arm ")]
     assert arms_named == [["arm depth", "d3"]]
+    # A system prompt is not judged, so the verdicts stand; a changed observation would move them.
+    assert not [line for line in changed if line.startswith("verdict ")]
+
+
+def test_a_changed_verdict_fails_it_naming_the_arm(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = golden.verify
+
+    def verify_one_off(bundle: TaskBundle, *args: Any, **kwargs: Any) -> EpisodeVerdict:
+        verdict = real(bundle, *args, **kwargs)
+        if bundle.arm_id != "spread:p2" or bundle.seed != 3 or verdict.outcome != "passed":
+            return verdict
+        return verdict.model_copy(update={"calls": verdict.calls + 1})
+
+    monkeypatch.setattr(golden, "verify", verify_one_off)
+    now = sweep_fingerprint(knobs=("spread",))
+    assert fingerprint_differences(now, _stored_part(now)) == [
+        f"verdict spread:p2: now {now.verdicts['spread:p2'][:12]}, "
+        f"stored {_stored()['verdicts']['spread:p2'][:12]}"
+    ]
 
 
 def test_a_changed_pin_verdict_fails_it_naming_the_contrast(

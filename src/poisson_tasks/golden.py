@@ -12,6 +12,7 @@ from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
 from poisson_tasks.hashes import engine_hash, generator_hash, vocabulary_hash
 from poisson_tasks.pins import PinReport, check_pins, contrast_groups, measure_pins, pinned_bundle
+from poisson_tasks.verifier import verify
 
 GOLDEN_SEEDS: tuple[int, ...] = (0, 7, 199)
 _HASH_FIELDS = ("task_id", "engine_hash", "generator_hash", "vocabulary_hash")
@@ -53,13 +54,16 @@ _N12 = "N12"  # the pin row that holds the engine, vocabulary and generator hash
 class SweepFingerprint(NamedTuple):
     """Digests of every generated bundle and pin-ledger report of a sweep, hashes masked.
 
-    `arms` maps an arm id to the digest of its bundles at every seed; `contrasts` maps
-    "knob|split|strictness" to the digest of its pin reports at every seed; `sweep` digests both.
+    `arms` maps an arm id to the digest of its bundles at every seed; `verdicts` to the digest
+    of verify()'s verdicts on each bundle's reference solution and negative controls; `contrasts`
+    maps "knob|split|strictness" to the digest of its pin reports at every seed; `sweep` digests
+    all three.
     """
 
     seeds: int
     sweep: str
     arms: dict[str, str]
+    verdicts: dict[str, str]
     contrasts: dict[str, str]
 
     def as_json(self) -> dict[str, Any]:
@@ -67,6 +71,7 @@ class SweepFingerprint(NamedTuple):
             "seeds": self.seeds,
             "sweep": self.sweep,
             "arms": self.arms,
+            "verdicts": self.verdicts,
             "contrasts": self.contrasts,
         }
 
@@ -96,6 +101,16 @@ def _masked_report(report: PinReport) -> bytes:
     return canonical_model(doc)
 
 
+def _verdicts(bundle: TaskBundle) -> bytes:
+    """verify()'s verdicts on the reference solution and on every negative control, by name."""
+    judged = {"reference": verify(bundle, [[call] for call in bundle.reference_calls], True, False)}
+    for outcome, episode in bundle.negative_controls.items():
+        judged[outcome] = verify(
+            bundle, episode.turns, episode.ended_with_reply, episode.turn_limit_hit
+        )
+    return canonical_model(judged)
+
+
 def _unmasked(data: bytes, secrets: tuple[str, ...], where: str) -> None:
     """Refuse a fingerprint that still carries a hash: a field derived from one is unmasked."""
     for secret in secrets:
@@ -117,6 +132,7 @@ def sweep_fingerprint(
     """
     hashes = (generator_hash(), engine_hash(), vocabulary_hash())
     per_arm: dict[str, Any] = {}
+    per_verdicts: dict[str, Any] = {}
     per_contrast: dict[str, Any] = {}
     for knob in knobs or tuple(BUILDERS):
         for group in contrast_groups(all_arms(knob)):
@@ -131,13 +147,20 @@ def sweep_fingerprint(
                     data = _masked_bundle(pinned)
                     _unmasked(data, (*hashes, bundle.task_id), f"{name} seed {seed}")
                     per_arm.setdefault(name, hashlib.sha256()).update(data + b"\n")
+                    judged = _verdicts(bundle)
+                    _unmasked(judged, (*hashes, bundle.task_id), f"{name} seed {seed} verdicts")
+                    per_verdicts.setdefault(name, hashlib.sha256()).update(judged + b"\n")
                 report = _masked_report(check_pins(bundles, measurements=measured))
                 _unmasked(report, hashes, f"contrast {contrast} seed {seed}")
                 contrast_hasher.update(report + b"\n")
     arms = {k: v.hexdigest() for k, v in per_arm.items()}
+    verdicts = {k: v.hexdigest() for k, v in per_verdicts.items()}
     contrasts = {k: v.hexdigest() for k, v in per_contrast.items()}
-    sweep = hashlib.sha256(canonical_model({"arms": arms, "contrasts": contrasts})).hexdigest()
-    return SweepFingerprint(seeds=seeds, sweep=sweep, arms=arms, contrasts=contrasts)
+    parts = {"arms": arms, "verdicts": verdicts, "contrasts": contrasts}
+    sweep = hashlib.sha256(canonical_model(parts)).hexdigest()
+    return SweepFingerprint(
+        seeds=seeds, sweep=sweep, arms=arms, verdicts=verdicts, contrasts=contrasts
+    )
 
 
 def fingerprint_differences(now: SweepFingerprint, stored: dict[str, Any]) -> list[str]:
@@ -145,7 +168,11 @@ def fingerprint_differences(now: SweepFingerprint, stored: dict[str, Any]) -> li
     out: list[str] = []
     if now.seeds != stored.get("seeds"):
         out.append(f"seeds: now {now.seeds}, stored {stored.get('seeds')}")
-    for part, mine in (("arms", now.arms), ("contrasts", now.contrasts)):
+    for part, mine in (
+        ("arms", now.arms),
+        ("verdicts", now.verdicts),
+        ("contrasts", now.contrasts),
+    ):
         theirs: dict[str, str] = stored.get(part, {})
         for name in sorted(set(mine) | set(theirs)):
             if mine.get(name) != theirs.get(name):
