@@ -74,6 +74,8 @@ def _malformed_clause(call: ToolCall, config: EngineConfig) -> int | None:
     if call.arguments is None:
         return 1
     allowed = binding.parameters
+    if call.arguments.keys() == set(allowed):  # the usual case: exactly the schema's parameters
+        return None
     if any(r not in call.arguments for r in allowed):
         return 3
     if any(k not in allowed for k in call.arguments):
@@ -112,6 +114,29 @@ def verify(
         return _error(f"{type(exc).__name__}: {exc}")
 
 
+_last_start: tuple[EngineConfig, LedgerState] | None = None
+
+
+def _initial_state(config: EngineConfig) -> LedgerState:
+    """initial_state(config), kept for the last config seen: a bundle's reference and controls
+    are verified one after another. Both are immutable (frozen model, tuples), so sharing is safe."""
+    global _last_start
+    last = _last_start
+    if last is not None and last[0] is config:
+        return last[1]
+    start = initial_state(config)
+    _last_start = (config, start)
+    return start
+
+
+def _collateral(
+    stages: dict[tuple[str, str], int], goal_keys: set[tuple[str, str]], rows: list[Row]
+) -> bool:
+    """Whether a row no goal names ends at another stage than it started at."""
+    before = {(r.ledger, r.record_id): r.stage for r in rows}
+    return any(stage != before.get(key) for key, stage in stages.items() if key not in goal_keys)
+
+
 def _verify(
     bundle: TaskBundle,
     turns: Sequence[Sequence[ToolCall]],
@@ -122,7 +147,7 @@ def _verify(
     if not ended_with_reply and not turn_limit_hit:
         return _error("the episode neither ended with a reply nor hit the turn limit")
     config = bundle.engine
-    state: LedgerState = initial_state(config)
+    state = _initial_state(config)
     observations: list[str] = []
     clause: int | None = 1 if fmt.clause1_counts and fmt.unparsed_calls > 0 else None
     calls = 0
@@ -134,16 +159,17 @@ def _verify(
                 clause = malformed
             state, line = apply(config, state, call.name, call.arguments)
             observations.append(line)
-    goals = bundle.goal
     stages = {(r.ledger, r.record_id): r.stage for r in state.rows}
-    goal_stages = [stages.get((g.ledger, g.record_id), _UNSEEN) for g in goals]
-    reached = all(s >= g.stage for s, g in zip(goal_stages, goals, strict=True))
-    over = any(s > g.stage for s, g in zip(goal_stages, goals, strict=True))
-    goal_keys = {(g.ledger, g.record_id) for g in goals}
-    before = {(r.ledger, r.record_id): r.stage for r in bundle.initial_state}
-    collateral = any(
-        stage != before.get(key) for key, stage in stages.items() if key not in goal_keys
-    )
+    goal_stages: list[int] = []
+    goal_keys: set[tuple[str, str]] = set()
+    reached, over = True, False
+    for goal in bundle.goal:
+        key = (goal.ledger, goal.record_id)
+        goal_keys.add(key)
+        stage = stages.get(key, _UNSEEN)
+        goal_stages.append(stage)
+        reached = reached and stage >= goal.stage
+        over = over or stage > goal.stage
     label: Outcome
     if clause is not None:
         label = "malformed_call"
@@ -153,7 +179,7 @@ def _verify(
         label = "overshoot"
     elif not reached:
         label = "wrong_state"
-    elif collateral:
+    elif _collateral(stages, goal_keys, bundle.initial_state):
         label = "collateral_mutation"
     else:
         label = "passed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
@@ -45,7 +46,13 @@ _OK_STATUSES = ("ok", "unavailable", "part")
 
 
 def _spec(arm: ArmSpec | str) -> ArmSpec:
-    return parse_arm_id(arm) if isinstance(arm, str) else arm
+    return _parsed(arm) if isinstance(arm, str) else arm
+
+
+@lru_cache(maxsize=4096)
+def _parsed(arm: str) -> ArmSpec:
+    """parse_arm_id, once per id: an ArmSpec is frozen, so one instance serves every seed."""
+    return parse_arm_id(arm)
 
 
 def generate(arm: ArmSpec | str, seed: int, *, controls: bool = True) -> TaskBundle:
