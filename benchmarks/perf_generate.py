@@ -1,0 +1,137 @@
+"""Issue 15, generation stage: the published design's 840 bundles generated and reference-verified.
+
+The published cards' design is the depth and distractor knobs, every level and control (14 arms),
+at seeds 0-59: 840 bundles. Each is generated, then its reference solution and every negative
+control is verified (1 + 6 or 7 controls each: 6,240 verdicts), and the bundle is let go, as a
+sweep uses them. The anchor, measured in the same run and interleaved with it, is a floor: the
+same 840 bundles (made beforehand) written out once with the standard library,
+`json.dumps(bundle.model_dump(mode="json"), sort_keys=True)`, which any path that hands bundles
+on pays at least once. A second row times generation for a run only (`controls=False`, what the
+runner needs) beside generation with controls.
+
+    .venv/bin/python benchmarks/perf_generate.py          # a table
+    .venv/bin/python benchmarks/perf_generate.py --json   # one JSON list of rows (benchmarks/perf.py)
+
+Medians of --repeats (default 3) runs after one warm-up pass (tokenizer load, caches); wall and CPU
+seconds both shown, since this machine is shared and wall time moves with the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+from poisson_tasks.arms import all_arms
+from poisson_tasks.bundle import TaskBundle
+from poisson_tasks.generator import generate
+from poisson_tasks.verifier import verify
+
+KNOBS = ("depth", "distractor")
+SEEDS = range(60)
+TARGET_S = 0.3  # issue 15: < 0.3 s for the 840 bundles, <= 350 us per bundle incl. controls
+
+
+def _arms() -> list[str]:
+    return [spec.id for knob in KNOBS for spec in all_arms(knob)]
+
+
+def generate_and_verify(arms: list[str]) -> int:
+    """The measured path: generate, verify the reference and every control, let the bundle go."""
+    verdicts = 0
+    for arm in arms:
+        for seed in SEEDS:
+            bundle = generate(arm, seed)
+            verify(bundle, [[call] for call in bundle.reference_calls], True, False)
+            for episode in bundle.negative_controls.values():
+                verify(bundle, episode.turns, episode.ended_with_reply, episode.turn_limit_hit)
+            verdicts += 1 + len(bundle.negative_controls)
+    return verdicts
+
+
+def generate_only(arms: list[str], controls: bool) -> int:
+    for arm in arms:
+        for seed in SEEDS:
+            generate(arm, seed, controls=controls)
+    return len(arms) * len(SEEDS)
+
+
+def stdlib_dump(bundles: list[TaskBundle]) -> int:
+    """The anchor: each bundle written out once with json.dumps."""
+    return sum(len(json.dumps(b.model_dump(mode="json"), sort_keys=True)) for b in bundles)
+
+
+def _timed(work: Callable[[], object]) -> tuple[float, float]:
+    gc.collect()
+    cpu, wall = time.process_time(), time.perf_counter()
+    work()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def measure(repeats: int) -> list[dict[str, object]]:
+    arms = _arms()
+    bundles = [generate(arm, seed) for arm in arms for seed in SEEDS]
+    count = len(bundles)
+    verdicts = generate_and_verify(arms)  # warm-up: tokenizer, source hashes, caches
+    stdlib_dump(bundles)
+    now: list[tuple[float, float]] = []
+    anchor: list[tuple[float, float]] = []
+    with_controls: list[tuple[float, float]] = []
+    without: list[tuple[float, float]] = []
+    for _ in range(repeats):  # interleaved, so each pair sees the same load
+        now.append(_timed(lambda: generate_and_verify(arms)))
+        anchor.append(_timed(lambda: stdlib_dump(bundles)))
+        with_controls.append(_timed(lambda: generate_only(arms, controls=True)))
+        without.append(_timed(lambda: generate_only(arms, controls=False)))
+
+    def median(runs: list[tuple[float, float]], index: int) -> float:
+        return statistics.median(run[index] for run in runs)
+
+    wall, cpu = median(now, 0), median(now, 1)
+    anchor_wall, anchor_cpu = median(anchor, 0), median(anchor, 1)
+    lean_wall, full_wall = median(without, 0), median(with_controls, 0)
+    load = os.getloadavg()[0]
+    return [
+        {
+            "stage": f"generate: {count} bundles of the published design + {verdicts:,} verdicts, "
+            "in process",
+            "now": f"{wall:.3f} s ({wall / count * 1e6:.0f} us/bundle), cpu {cpu:.3f} s",
+            "anchor": f"json.dumps of the {count} bundles {anchor_wall:.3f} s, cpu {anchor_cpu:.3f} s",
+            "target": f"< {TARGET_S} s (<= 350 us/bundle incl. controls)",
+            "ratio": f"{wall / anchor_wall:.2f}x anchor; {wall / TARGET_S:.2f}x target",
+            "met": wall < TARGET_S,
+            "note": f"median of {repeats}, wall; load average {load:.1f} on {os.cpu_count()} cores",
+        },
+        {
+            "stage": f"generate for a run: {count} bundles, controls=False (the runner's path)",
+            "now": f"{lean_wall:.3f} s ({lean_wall / count * 1e6:.0f} us/bundle)",
+            "anchor": f"with controls {full_wall:.3f} s ({full_wall / count * 1e6:.0f} us/bundle)",
+            "target": "below generation with controls; same task ids",
+            "ratio": f"{lean_wall / full_wall:.2f}x anchor",
+            "met": lean_wall < full_wall,
+            "note": f"median of {repeats}, wall",
+        },
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON list of rows")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    rows = measure(max(3, args.repeats))
+    if args.json:
+        print(json.dumps(rows))
+        return
+    for row in rows:
+        print(f"{row['stage']}\n  now {row['now']}\n  anchor {row['anchor']}")
+        print(f"  target {row['target']}; {row['ratio']}; {'met' if row['met'] else 'NOT met'}")
+        print(f"  {row['note']}")
+
+
+if __name__ == "__main__":
+    main()
