@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from poisson_tasks.calibration import (
     render_document,
 )
 from poisson_tasks.calibration.artifact import Artifact
+from poisson_tasks.calibration.cardjson import card_json, read_card_json
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.verifier import Outcome
@@ -72,13 +74,26 @@ def test_rates_intervals_overshoot_and_pass_at_k_by_hand(tmp_path: Path) -> None
     assert (c.leaky.low, c.leaky.high) == by_hand_interval(leaky_rates, 3)
     assert c.overshoot == round(2 / 12, 6)
     # pass@2 per task with n=3: c=3 -> 1, c=1 -> 1 - C(2,2)/C(3,2) = 2/3, c=0 -> 0
-    assert [(p.k, p.value) for p in c.pass_at_k] == [
+    assert [(p.attempts, p.value) for p in c.pass_at_k] == [
         (1, round(4 / 3 / 4, 6)),
         (2, round((1 + 2 / 3) / 4, 6)),
         (3, round(2 / 4, 6)),
     ]
     assert c.outcomes == {"collateral_mutation": 1, "overshoot": 2, "passed": 4, "wrong_state": 5}
     assert (c.planned, c.episodes, c.scored, c.missing, c.incomplete) == (12, 12, 12, 0, False)
+
+
+def test_pass_at_k_is_attempts_in_python_and_k_in_card_json(tmp_path: Path) -> None:
+    """PassAtK.attempts is written and read as "k", so card.json keeps its bytes."""
+    lines = grid("depth:d3", [["passed", "wrong_state"], ["passed", "passed"]])
+    a = card(tmp_path, ["depth:d3"], range(2), 2, lines)
+    data = json.loads(card_json(a))
+    cell = next(c for c in data["cells"] if c["arm_id"] == "depth:d3")
+    assert [sorted(p) for p in cell["pass_at_k"]] == [["k", "value"], ["k", "value"]]
+    assert [p["k"] for p in cell["pass_at_k"]] == [1, 2]
+    again = read_card_json(card_json(a))
+    assert [p.attempts for p in again.cell("depth:d3").pass_at_k] == [1, 2]
+    assert card_json(again) == card_json(a)
 
 
 def test_every_task_weighs_the_same_and_instrument_failures_leave_the_denominator(
@@ -104,7 +119,7 @@ def test_every_task_weighs_the_same_and_instrument_failures_leave_the_denominato
     assert c.no_tool_call == 0.0  # the two no-call api_errors are not scored episodes
     assert c.missing == 0  # every slot has a line, scored or not
     # pass@2 leaves out seed 1, which has one scored attempt: seed 0 alone, 1 - C(2,2)/C(4,2)
-    assert [(p.k, p.value) for p in c.pass_at_k] == [
+    assert [(p.attempts, p.value) for p in c.pass_at_k] == [
         (1, 0.75),
         (2, round(1 - 1 / 6, 6)),
         (3, 1.0),

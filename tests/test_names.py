@@ -8,8 +8,7 @@ tokens.py, transcript.py, domain/vocabulary.py; see hashes.generator_hash) and t
 ledger (domain/engine.py, domain/ledger.py, which feed the engine hash): renaming there moves
 every task id and forces re-running the published cards, for no change in behaviour.
 
-Not yet renamed: _NOT_YET below, each file with the most single-letter names it may hold. The
-count may only fall; a file not listed (every new file) must hold none.
+Every other file holds none (the ratchet list that let older files shrink to zero is gone).
 """
 
 from __future__ import annotations
@@ -21,10 +20,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "poisson_tasks"
 
 _HASHED = ("arms.py", "bundle.py", "tokens.py", "transcript.py", "domain/vocabulary.py")
 _ENGINE = ("domain/engine.py", "domain/ledger.py")
-
-_NOT_YET: dict[str, int] = {
-    "calibration/artifact.py": 1,  # PassAtK.k: a card.json field, renaming it changes the cards
-}
 
 
 def _exempt(rel: str) -> bool:
@@ -77,14 +72,13 @@ def test_no_single_letter_names_in_src() -> None:
         if _exempt(rel):
             continue
         found = single_letter_names(path.read_text(encoding="utf-8"))
-        allowed = _NOT_YET.get(rel, 0)
-        if len(found) > allowed:
+        if found:
             where = ", ".join(f"{line}:{name}" for line, name in found)
-            grown.append(f"{rel}: {len(found)} single-letter names (at most {allowed}): {where}")
+            grown.append(f"{rel}: {len(found)} single-letter names: {where}")
     assert not grown, "name these in words:\n" + "\n".join(grown)
 
 
 def test_the_exempt_files_are_the_hashed_ones() -> None:
-    for rel in (*_HASHED, *_ENGINE, *_NOT_YET):
+    for rel in (*_HASHED, *_ENGINE):
         assert (SRC / rel).is_file(), f"{rel} is gone: drop it from tests/test_names.py"
     assert (SRC / "generator").is_dir()

@@ -63,9 +63,22 @@ class RateFigure(_Frozen):
 
 
 class PassAtK(_Frozen):
-    """Unbiased strict pass@k; None when no task has k scored attempts."""
+    """Unbiased strict pass@k: the chance that at least one of `attempts` (the k of pass@k)
+    attempts passes; None when no task has that many scored attempts.
 
-    k: int
+    card.json names the field "k": the alias is used both ways, so the card's bytes are the same
+    whichever name the Python code uses (it writes `attempts`).
+    """
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+    attempts: int = Field(alias="k")
     value: float | None
 
 

@@ -104,7 +104,7 @@ def _pass_at_k(counts: CellCounts, attempts: int) -> list[PassAtK]:
     for attempts_k in range(1, attempts + 1):
         has_k = bool(np.any(counts.attempts >= attempts_k))
         value = task_pass_at_k(counts.strict, counts.attempts, attempts_k) if has_k else None
-        out.append(PassAtK(k=attempts_k, value=_r(value)))
+        out.append(PassAtK(attempts=attempts_k, value=_r(value)))
     return out
 
 

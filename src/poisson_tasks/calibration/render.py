@@ -111,7 +111,7 @@ LEVEL_COLUMNS = (
 
 def _pass_at(cell: Cell, attempts: int) -> str:
     for figure in cell.pass_at_k:
-        if figure.k == attempts:
+        if figure.attempts == attempts:
             return _rate(figure.value)
     return NA
 
