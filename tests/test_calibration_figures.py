@@ -40,14 +40,21 @@ def card(
 
 
 def by_hand_interval(rates: Sequence[float], attempts: int) -> tuple[float, float]:
-    """Wilson on the effective sample size with a t critical value, written out by hand."""
+    """Agresti-Coull on the effective sample size, the design effect's excess widened by (t/z)^2
+    on the task rates' Satterthwaite degrees of freedom, written out by hand."""
     tasks = len(rates)
+    total = tasks * attempts
     p = sum(rates) / tasks
-    var = sum((r - p) ** 2 for r in rates) / (tasks - 1) / tasks
-    n = min(max(p * (1 - p) / var, tasks), tasks * attempts)
-    z = float(student_t.ppf(0.975, tasks - 1))
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    devs = [r - p for r in rates]
+    var = sum(d * d for d in devs) / (tasks - 1) / tasks
+    design_effect = total / min(max(p * (1 - p) / var, tasks), total)
+    kurtosis = tasks * sum(d**4 for d in devs) / sum(d * d for d in devs) ** 2
+    df = min(max(math.floor(2 * tasks / (kurtosis - (tasks - 3) / (tasks - 1))), 1), tasks - 1)
+    z = 1.959963984540054
+    inflation = (float(student_t.ppf(0.975, df)) / z) ** 2
+    n = total / (1 + (design_effect - 1) * inflation) + z * z
+    centre = (p * (n - z * z) + z * z / 2) / n
+    half = z * math.sqrt(centre * (1 - centre) / n)
     return round(max(centre - half, 0.0), 6), round(min(centre + half, 1.0), 6)
 
 

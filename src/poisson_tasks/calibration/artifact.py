@@ -162,7 +162,9 @@ class Comparison(_Frozen):
     """One level against the next one up on one rate, paired over shared seeds.
 
     diff is the lower level's rate minus the upper one's: positive when the rate falls as the
-    level rises.
+    level rises. sign_p is the exact two-sided sign test's p-value over the seeds whose rate
+    differs, in the direction of diff (null when the pair is not computed). reason says why a pair
+    is left out, or why a pair whose interval excludes zero is still too small to call.
     """
 
     rate: Rate
@@ -173,6 +175,7 @@ class Comparison(_Frozen):
     high: float | None
     churn: float | None
     pairs_used: int
+    sign_p: float | None
     verdict: ComparisonVerdict
     reason: str | None
 

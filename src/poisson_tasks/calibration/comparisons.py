@@ -1,8 +1,9 @@
 """Adjacent levels and ordering: each level against the next one up, paired over shared seeds.
 
 A pair is distinguishable only when its paired interval (at the pre-registered confidence)
-excludes zero and the difference is at least the declared resolution; otherwise it is too small
-for this design to call. A pair that holds a level saturated on the rate compared (or a withheld
+excludes zero, the difference is at least the declared resolution, and the exact sign test over
+the seeds whose rate differs agrees at the same level; otherwise it is too small for this design
+to call. A pair that holds a level saturated on the rate compared (or a withheld
 or empty cell) is left out, with the reason, and is never called. The ordering of a knob is read
 from these comparisons, never from point estimates.
 """
@@ -52,6 +53,7 @@ def _left_out(rate: Rate, lower: Cell, upper: Cell, reason: str) -> Comparison:
         high=None,
         churn=None,
         pairs_used=0,
+        sign_p=None,
         verdict="left_out",
         reason=reason,
     )
@@ -88,8 +90,18 @@ def compare_adjacent(
         verdict = "left_out"
         reason = f"{' and '.join(saturated)} saturated on {rate}"
     else:
-        interval = Interval(low=result.low, high=result.high, point=result.diff)
+        interval = Interval(
+            low=result.low, high=result.high, point=result.diff, sign_rejects=result.sign_rejects
+        )
         verdict = call_pair(result.diff, interval, thresholds.resolution)
+        interval_alone = Interval(low=result.low, high=result.high, point=result.diff)
+        interval_only_call = call_pair(result.diff, interval_alone, thresholds.resolution)
+        if verdict == "too_small" and interval_only_call == "distinguishable":
+            differ = round(result.churn * result.pairs_used)
+            reason = (
+                f"the interval excludes 0, but the sign test over the {differ} seeds that differ "
+                f"does not (p = {result.sign_p:.3f})"
+            )
     return Comparison(
         rate=rate,
         lower=lower.arm_id,
@@ -99,6 +111,7 @@ def compare_adjacent(
         high=round_figure(result.high),
         churn=round_figure(result.churn),
         pairs_used=result.pairs_used,
+        sign_p=round_figure(result.sign_p),
         verdict=verdict,
         reason=reason,
     )

@@ -169,7 +169,8 @@ def _verdict(comparison: Comparison) -> str:
     if comparison.verdict == "left_out":
         return f"left out: {comparison.reason}"
     if comparison.verdict == "too_small":
-        return "too small for this design to call"
+        because = f" ({comparison.reason})" if comparison.reason else ""
+        return f"too small for this design to call{because}"
     direction = "falls" if (comparison.diff or 0.0) > 0 else "rises"
     return f"distinguishable (the rate {direction} at `{_level(comparison.upper)}`)"
 
@@ -427,8 +428,9 @@ def _thresholds(th: Thresholds) -> str:
     return (
         f"saturated at or below {th.saturation_low:g} or at or above {th.saturation_high:g}; "
         f"resolution {th.resolution:g}; no-call limit {th.no_call_max:g}; instrument limit "
-        f"{th.instrument_max:g}; {percent(th.confidence)} intervals (cluster-adjusted Wilson "
-        "rates, paired MOVER differences; no resampling)"
+        f"{th.instrument_max:g}; {percent(th.confidence)} intervals (cluster-adjusted "
+        "Agresti-Coull rates, paired MOVER differences, calls also need an exact sign test; no "
+        "resampling)"
     )
 
 

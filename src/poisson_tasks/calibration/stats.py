@@ -41,11 +41,17 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Interval:
-    """A confidence interval with the point estimate it surrounds."""
+    """A confidence interval with the point estimate it surrounds.
+
+    sign_rejects, for a paired difference: whether the exact task-level sign test rejects "no
+    difference" in the point's direction at the interval's confidence (intervals.sign_test_p);
+    None where no such test belongs to the interval.
+    """
 
     low: float
     high: float
     point: float
+    sign_rejects: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -259,12 +265,15 @@ def paired_bootstrap(
 def call_pair(
     diff: float, interval: Interval, resolution: float = 0.15
 ) -> Literal["distinguishable", "too_small"]:
-    """Call two levels distinguishable only if the interval excludes zero and |diff| >= resolution.
+    """Call two levels distinguishable only if the interval excludes zero, |diff| >= resolution
+    and, for a paired interval, the exact sign test agrees (interval.sign_rejects is not False).
 
     A tolerance of 1e-12 lets a difference of exactly the resolution count; touching zero does not.
+    The same rule, vectorised, is intervals.distinguishable_arrays (the coverage benchmark's).
     """
     excludes_zero = interval.low > 0.0 or interval.high < 0.0
-    if excludes_zero and abs(diff) >= resolution - 1e-12:
+    sign_ok = interval.sign_rejects is not False
+    if excludes_zero and abs(diff) >= resolution - 1e-12 and sign_ok:
         return "distinguishable"
     return "too_small"
 
