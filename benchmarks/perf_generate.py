@@ -6,8 +6,11 @@ control is verified (1 + 6 or 7 controls each: 6,240 verdicts), and the bundle i
 sweep uses them. The anchor, measured in the same run and interleaved with it, is a floor: the
 same 840 bundles (made beforehand) written out once with the standard library,
 `json.dumps(bundle.model_dump(mode="json"), sort_keys=True)`, which any path that hands bundles
-on pays at least once. A second row times generation for a run only (`controls=False`, what the
-runner needs) beside generation with controls.
+on pays at least once.
+
+`generate(..., controls=False)` (what the runner needs) is not a row: it skips only building the
+controls' Episode objects, since the task id digests the controls' content either way, and the
+difference is below this machine's noise.
 
     .venv/bin/python benchmarks/perf_generate.py          # a table
     .venv/bin/python benchmarks/perf_generate.py --json   # one JSON list of rows (benchmarks/perf.py)
@@ -53,13 +56,6 @@ def generate_and_verify(arms: list[str]) -> int:
     return verdicts
 
 
-def generate_only(arms: list[str], controls: bool) -> int:
-    for arm in arms:
-        for seed in SEEDS:
-            generate(arm, seed, controls=controls)
-    return len(arms) * len(SEEDS)
-
-
 def stdlib_dump(bundles: list[TaskBundle]) -> int:
     """The anchor: each bundle written out once with json.dumps."""
     return sum(len(json.dumps(b.model_dump(mode="json"), sort_keys=True)) for b in bundles)
@@ -80,20 +76,15 @@ def measure(repeats: int) -> list[dict[str, object]]:
     stdlib_dump(bundles)
     now: list[tuple[float, float]] = []
     anchor: list[tuple[float, float]] = []
-    with_controls: list[tuple[float, float]] = []
-    without: list[tuple[float, float]] = []
     for _ in range(repeats):  # interleaved, so each pair sees the same load
         now.append(_timed(lambda: generate_and_verify(arms)))
         anchor.append(_timed(lambda: stdlib_dump(bundles)))
-        with_controls.append(_timed(lambda: generate_only(arms, controls=True)))
-        without.append(_timed(lambda: generate_only(arms, controls=False)))
 
     def median(runs: list[tuple[float, float]], index: int) -> float:
         return statistics.median(run[index] for run in runs)
 
     wall, cpu = median(now, 0), median(now, 1)
     anchor_wall, anchor_cpu = median(anchor, 0), median(anchor, 1)
-    lean_wall, full_wall = median(without, 0), median(with_controls, 0)
     load = os.getloadavg()[0]
     return [
         {
@@ -105,15 +96,6 @@ def measure(repeats: int) -> list[dict[str, object]]:
             "ratio": f"{wall / anchor_wall:.2f}x anchor; {wall / TARGET_S:.2f}x target",
             "met": wall < TARGET_S,
             "note": f"median of {repeats}, wall; load average {load:.1f} on {os.cpu_count()} cores",
-        },
-        {
-            "stage": f"generate for a run: {count} bundles, controls=False (the runner's path)",
-            "now": f"{lean_wall:.3f} s ({lean_wall / count * 1e6:.0f} us/bundle)",
-            "anchor": f"with controls {full_wall:.3f} s ({full_wall / count * 1e6:.0f} us/bundle)",
-            "target": "below generation with controls; same task ids",
-            "ratio": f"{lean_wall / full_wall:.2f}x anchor",
-            "met": lean_wall < full_wall,
-            "note": f"median of {repeats}, wall",
         },
     ]
 
