@@ -104,7 +104,6 @@ def generate(
     per seed, and every pin-ledger row is printed with its verdict. Exit 2 when a row refuses.
     """
     from poisson_tasks.pins import pinned_bundle
-    from poisson_tasks.show import render_bundle
 
     if plan is not None or arms is not None:
         _pin_check(arm, plan, arms, seeds, workers)
@@ -115,6 +114,8 @@ def generate(
     if as_json:
         sys.stdout.write(bundle.canonical().decode() + "\n")
     elif show:
+        from poisson_tasks.show import render_bundle  # only --show needs it (and the verifier)
+
         typer.echo(render_bundle(bundle))
     else:
         typer.echo(f"{bundle.task_id}  {bundle.arm_id}  seed {bundle.seed}")
