@@ -665,7 +665,7 @@ def test_scrub_and_redact_equal_the_position_by_position_pass() -> None:
                 parts.append(rng.choice(["sk-", "key-", "rk-", "sk-abcd", "xsk-abcde", "\0"]))
             else:
                 parts.append(
-                    "".join(rng.choice("ab-_kXY01 \n\0") for _ in range(rng.randint(0, 9)))
+                    "".join(rng.choice('ab-_kXY01 \n\0"\\é') for _ in range(rng.randint(0, 9)))
                 )
         return "".join(parts)
 
@@ -681,7 +681,7 @@ def test_scrub_and_redact_equal_the_position_by_position_pass() -> None:
 
     changed = 0
     for _ in range(3000):
-        secret = "".join(rng.choice("abXY01-_sk\0") for _ in range(rng.randint(1, 20)))
+        secret = "".join(rng.choice('abXY01-_sk\0"é') for _ in range(rng.randint(1, 20)))
         sample = value(secret)
         assert scrub(sample, secret) == _scrub_by_hand(sample, secret), (sample, secret)
         if isinstance(sample, str):
@@ -693,6 +693,9 @@ def test_scrub_and_redact_equal_the_position_by_position_pass() -> None:
     assert scrub(transcript, key) == transcript
     transcript["responses"] = [{"id": "x", "note": f"echo {key[5:19]} back"}]
     assert scrub(transcript, key) == _scrub_by_hand(transcript, key) != transcript
+    odd: dict[Any, Any] = {"lone": "\ud800 " + key[3:12], 7: ["plain"]}  # orjson refuses both
+    assert scrub(odd, key) == _scrub_by_hand(odd, key) != odd
+    assert scrub({"lone": "\ud800", 7: ["plain"]}, key) == {"lone": "\ud800", 7: ["plain"]}
 
 
 # --------------------------------------------------------------------------- the endpoint's answers

@@ -52,6 +52,8 @@ ATTEMPT_HEADER = "X-Poisson-Attempt"
 _JSON = {"Content-Type": "application/json"}
 _KEYISH = re.compile(r"\b(sk|key|rk)-[A-Za-z0-9_\-*]{4,}")
 _KEY_PREFIXES = ("sk-", "key-", "rk-")  # every _KEYISH match holds one of these
+_KEY_PREFIX_BYTES = tuple(prefix.encode() for prefix in _KEY_PREFIXES)
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what a JSON string writes as an escape
 SECRET_PIECE = 8  # any run of this many characters of the key is redacted
 EVIDENCE_BYTES = 4096
 _CREDENTIAL_HEADERS = frozenset(
@@ -116,14 +118,30 @@ def scrub(obj: Any, secret: str | None) -> Any:
     if not secret:
         return obj
     pieces = _pieces(secret)
-    texts: list[str] = []
-    _strings(obj, texts)
-    # One search over every string at once, joined by NUL (which the key pattern never matches,
-    # so a hit across two strings can only send a clean value down the exact path below).
-    joined = "\0".join(texts)
-    if not any(piece in joined for piece in pieces) and not _keyish(joined):
+    if not _may_hold_key(obj, secret, pieces):
         return obj
     return _scrub(obj, secret, pieces)
+
+
+def _may_hold_key(obj: Any, secret: str, pieces: frozenset[str]) -> bool:
+    """Whether some string of `obj` holds a piece of the key or a key-shaped prefix, searched
+    once over all of them; a hit that spans two strings only sends a clean value down the exact
+    path. A key with no character JSON escapes appears verbatim in the JSON text, and so does
+    each prefix; otherwise (or when orjson refuses the value) the strings are joined by NUL,
+    which the key pattern never matches."""
+    if not _JSON_ESCAPED.search(secret):
+        try:
+            text = orjson.dumps(obj)
+        except TypeError:  # orjson's JSONEncodeError: a value it cannot write
+            pass
+        else:
+            return any(piece.encode() in text for piece in pieces) or any(
+                prefix in text for prefix in _KEY_PREFIX_BYTES
+            )
+    texts: list[str] = []
+    _strings(obj, texts)
+    joined = "\0".join(texts)
+    return any(piece in joined for piece in pieces) or _keyish(joined)
 
 
 def _keyish(text: str) -> bool:
