@@ -22,14 +22,16 @@ and closing are outside it); the median time between episodes at concurrency 1; 
 gap, the median time between the server sending an answer and receiving the episode's next
 request (the client's turnaround). Levels: concurrency 1 and 32; the loops alternate, --repeats
 times each, and the median is reported. The request bodies of both loops are compared (the same
-multiset of (episode, body checksum)), so the anchor really is the same bytes. Reference-policy
-numbers measure the instrument, never a model.
+multiset of (episode, body checksum)), so the anchor really is the same bytes. Each loop starts
+right after a full garbage collection. Reference-policy numbers measure the instrument, never a
+model.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import os
@@ -283,6 +285,9 @@ def measure(tasks: int, repeats: int) -> list[dict[str, Any]]:
             for repeat in range(repeats):
                 order = ("bare", "runner") if repeat % 2 == 0 else ("runner", "bare")
                 for loop in order:
+                    # Each loop starts with the collector's counts at zero, so a full collection
+                    # (a quarter of a second here) does not fall on one loop by chance.
+                    gc.collect()
                     asyncio.run(bare_loop(plan) if loop == "bare" else runner_loop(plan))
                     runs[loop].append(figures(take_log(base_url), level, take_cpu()))
             same = all(
