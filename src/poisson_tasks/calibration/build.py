@@ -195,8 +195,9 @@ def _tallied(folder: Path) -> tuple[RunTally, RunHeader, RecordStream]:
     header = read_header(folder)
     stream = RecordStream(folder)
     tally = RunTally(header.arms, header.seeds, header.attempts)
+    add = tally.add
     for row in episode_rows(stream, header):
-        tally.add(row)
+        add(row)
     return tally, header, stream
 
 

@@ -245,56 +245,60 @@ _STRS = frozenset({str})
 _FINGERPRINTS = frozenset({str, _NONE})
 _NOTHING: Mapping[str, Any] = {}
 _EMPTY: list[Any] = []
-_Shape = tuple[tuple[str, ...], tuple[type, ...]]
 _SHAPES_KEPT = 256  # distinct key-and-type layouts remembered (a runner writes one or two)
+_SHAPES: dict[tuple[tuple[Any, ...], ...], bool] = {}
 
 
-def _shape_ok(
-    doc: dict[str, Any],
-    types: Mapping[str, frozenset[type]],
-    required: frozenset[str],
-    seen: dict[_Shape, bool],
+def _fields_ok(
+    names: tuple[str, ...], kinds: tuple[type, ...], types: Mapping[str, frozenset[type]]
 ) -> bool:
-    """Whether every key of `doc` is a field, every required field is there, and every value is of
-    its field's JSON type; remembered per layout of keys and value types, so a file of lines in one
-    layout is judged once."""
-    shape = (tuple(doc), tuple(map(type, doc.values())))
-    ok = seen.get(shape)
-    if ok is None:
-        ok = doc.keys() >= required and all(
-            name in types and kind in types[name] for name, kind in zip(*shape, strict=True)
-        )
-        if len(seen) < _SHAPES_KEPT:
-            seen[shape] = ok
-    return ok
-
-
-_LINE_SHAPES: dict[_Shape, bool] = {}
-_USAGE_SHAPES: dict[_Shape, bool] = {}
-_TIMING_SHAPES: dict[_Shape, bool] = {}
+    return all(
+        name in types and kind in types[name] for name, kind in zip(names, kinds, strict=True)
+    )
 
 
 def _plain(doc: Any) -> bool:
     """Whether an orjson-parsed line is an EpisodeLine exactly as the runner writes one: every key
     known, every required key there, every value of its field's own JSON type and every outcome a
     known one (so pydantic would read it unchanged). A line that is not plain is not necessarily
-    bad: it goes to EpisodeLine, which reads or refuses it."""
-    if type(doc) is not dict or not _shape_ok(doc, LINE_TYPES, _REQUIRED, _LINE_SHAPES):
+    bad: it goes to EpisodeLine, which reads or refuses it. The keys and value types of a line
+    (with its usage and timing) are judged once per layout: a runner writes one or two."""
+    if type(doc) is not dict:
         return False
     get = doc.get
+    usage = get("usage", _NOTHING)
+    timing = get("timing", _NOTHING)
+    if type(usage) is not dict or type(timing) is not dict:
+        return False
+    shape = (
+        tuple(doc),
+        tuple(map(type, doc.values())),
+        tuple(usage),
+        tuple(map(type, usage.values())),
+        tuple(timing),
+        tuple(map(type, timing.values())),
+    )
+    ok = _SHAPES.get(shape)
+    if ok is None:
+        ok = (
+            doc.keys() >= _REQUIRED
+            and _fields_ok(shape[0], shape[1], LINE_TYPES)
+            and _fields_ok(shape[2], shape[3], USAGE_TYPES)
+            and _fields_ok(shape[4], shape[5], TIMING_TYPES)
+        )
+        if len(_SHAPES) < _SHAPES_KEPT:
+            _SHAPES[shape] = ok
+    if not ok:
+        return False
     stages = get("goal_stages", _EMPTY)
     reasons = get("finish_reasons", _EMPTY)
     fingerprints = get("system_fingerprints", _EMPTY)
-    usage = get("usage", _NOTHING)
-    timing = get("timing", _NOTHING)
     return (
         doc["outcome"] in _OUTCOME_NAMES
         and doc["strict_label"] in _OUTCOME_NAMES
         and (not stages or set(map(type, stages)) <= _INTS)
         and (not reasons or set(map(type, reasons)) <= _STRS)
         and (not fingerprints or set(map(type, fingerprints)) <= _FINGERPRINTS)
-        and (not usage or _shape_ok(usage, USAGE_TYPES, frozenset(), _USAGE_SHAPES))
-        and (not timing or _shape_ok(timing, TIMING_TYPES, frozenset(), _TIMING_SHAPES))
     )
 
 
@@ -325,7 +329,9 @@ class RecordStream:
         update, written = self._hasher.update, self.written
         try:
             with _open(path) as fh:
-                for number, raw in _lines(fh):
+                for number, raw in enumerate(fh, start=1):
+                    if not raw.endswith(b"\n"):
+                        break  # a torn last line (a kill mid-write) is never read
                     update(raw)
                     try:
                         doc = orjson.loads(raw)
@@ -357,25 +363,25 @@ class _Plan:
             self.specs.setdefault(arm, (len(self.specs), spec))
         self.scored_at = array("q", bytes(8 * len(self.specs) * len(self.seeds) * self.attempts))
 
-    def check(self, where: str, number: int, doc: Mapping[str, Any]) -> EpisodeRow:
+    def check(self, source: str, number: int, doc: Mapping[str, Any]) -> EpisodeRow:
         """One checked row; a line outside the header's plan, or a second scored line for one
-        attempt, is a damaged folder."""
+        attempt, is a damaged folder (named `source:number` in the error)."""
         arm, seed, attempt = doc["arm_id"], doc["seed"], doc["attempt"]
         found = self.specs.get(arm)
         if found is None:
-            raise RunFolderError(f"{where}: arm {arm!r} is not in run.json's plan")
+            raise RunFolderError(f"{source}:{number}: arm {arm!r} is not in run.json's plan")
         arm_index, spec = found
         seed_index = self.seeds.get(seed)
         if seed_index is None:
-            raise RunFolderError(f"{where}: seed {seed} is not in run.json's seed list")
+            raise RunFolderError(f"{source}:{number}: seed {seed} is not in run.json's seed list")
         if not 0 <= attempt < self.attempts:
             raise RunFolderError(
-                f"{where}: attempt {attempt} is outside 0..{self.attempts - 1} "
+                f"{source}:{number}: attempt {attempt} is outside 0..{self.attempts - 1} "
                 f"(attempts are numbered from 0; the plan has {self.attempts})"
             )
         if doc["min_calls"] != spec.min_calls:
             raise RunFolderError(
-                f"{where}: min_calls {doc['min_calls']} disagrees with {arm}'s {spec.min_calls}"
+                f"{source}:{number}: min_calls {doc['min_calls']} disagrees with {arm}'s {spec.min_calls}"
             )
         outcome, label = doc["outcome"], doc["strict_label"]
         instrument = outcome in INSTRUMENT_OUTCOMES
@@ -383,7 +389,7 @@ class _Plan:
             slot = (arm_index * len(self.seeds) + seed_index) * self.attempts + attempt
             if self.scored_at[slot]:
                 raise RunFolderError(
-                    f"{where}: {arm} seed {seed} attempt {attempt} was already scored at line "
+                    f"{source}:{number}: {arm} seed {seed} attempt {attempt} was already scored at line "
                     f"{self.scored_at[slot]}; an attempt is run once (only an instrument failure "
                     "may be retried)"
                 )
@@ -419,7 +425,7 @@ class _Plan:
             timing.get("setup_s"),
             usage.get("estimated_tokens"),
             doc.get("context_overflow", False),
-            list(doc.get("system_fingerprints", ())),
+            doc.get("system_fingerprints", []),
         )
 
 
@@ -430,7 +436,7 @@ def episode_rows(
     twice (not an instrument retry) is refused, and so is a line outside the header's plan."""
     plan = _Plan(header)
     for number, doc in lines:
-        yield plan.check(f"{source}:{number}", number, doc)
+        yield plan.check(source, number, doc)
 
 
 def records_from_lines(

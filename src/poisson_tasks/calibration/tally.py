@@ -131,7 +131,7 @@ class RunTally:
     def __init__(self, arms: Iterable[str], seeds: Sequence[int], attempts: int) -> None:
         seed_index = {seed: index for index, seed in enumerate(seeds)}
         self.cells = {arm: CellTally(seed_index, len(seeds), attempts) for arm in arms}
-        self.totals = TotalsTally()
+        self.costs = array("d")  # provider-reported USD over the whole run, in file order
         self.scored = 0
         self.responses = 0
         self.fingerprints: Counter[str] = Counter()
@@ -144,7 +144,8 @@ class RunTally:
         """Count one episode; its arm must be one of the plan's (KeyError otherwise)."""
         tokens = row.tokens
         self.cells[row.arm_id].add(row, tokens)
-        self.totals.add(row)
+        if row.provider_cost_usd is not None:
+            self.costs.append(row.provider_cost_usd)
         if not row.instrument:
             self.scored += 1
         fingerprints = row.system_fingerprints
@@ -159,3 +160,19 @@ class RunTally:
         self.all_tokens += tokens or 0
         if row.context_overflow:
             self.overflows[row.arm_id] += 1
+
+    @property
+    def totals(self) -> TotalsTally:
+        """The run's totals: the cells' token sums (integers, so in any order) and every
+        reported cost in file order, as one pass over all the lines would sum them."""
+        run = TotalsTally()
+        for cell in self.cells.values():
+            part = cell.totals
+            run.episodes += part.episodes
+            for name in ("prompt", "cached", "completion", "reasoning"):
+                value = getattr(part, name)
+                if value is not None:
+                    total = getattr(run, name)
+                    setattr(run, name, value if total is None else total + value)
+        run.costs = self.costs
+        return run
