@@ -397,6 +397,33 @@ def test_a_stop_during_start_up_is_one_line(
         assert run_preregistration(path, out, resume=True, show_progress=False).complete
 
 
+_INTERRUPT_AT_STOPPING = """
+import importlib.abc, runpy, sys
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "poisson_tasks.stopping":
+            raise KeyboardInterrupt
+        return None
+
+import poisson_tasks  # the package itself loads first, as with python -m
+sys.meta_path.insert(0, Interrupt())
+runpy.run_module("poisson_tasks", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_ctrl_c_before_the_handlers_exist_is_one_line() -> None:
+    """The window before `stopping.install()` (python -m poisson_tasks) ends in one line, exit 130."""
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_AT_STOPPING, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "error: stopped by SIGINT while starting; nothing was written\n"
+
+
 @pytest.mark.parametrize("delay", [0.2, 0.6, 1.2])
 def test_kill_during_card_out_leaves_no_partial_card(
     tmp_path: Path, server: ReferenceServer, delay: float
