@@ -7,7 +7,7 @@ import json
 import tracemalloc
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from synthetic_runs import header, line, write_run
@@ -15,6 +15,8 @@ from synthetic_runs import header, line, write_run
 from poisson_tasks.calibration import card_from_run, provenance_from_run, records_from_run
 from poisson_tasks.calibration.records import (
     LINE_TYPES,
+    EpisodeRecord,
+    EpisodeRow,
     RecordStream,
     episode_lines,
     records_from_lines,
@@ -157,3 +159,13 @@ def test_a_cards_memory_does_not_grow_with_its_episodes(tmp_path: Path) -> None:
     # Held per episode: a few numbers for the medians (measured: about 170 bytes), never the
     # line nor a typed record (measured: about 3,400 bytes when every record was kept).
     assert per_episode < 400, (small, large, per_episode)
+
+
+def test_the_streamed_row_and_the_record_hold_the_same_fields() -> None:
+    """EpisodeRow (streamed) and EpisodeRecord (validated) are one fact in two shapes: same names,
+    same order, same types, so `EpisodeRecord.row()` can never drop or misplace a field."""
+    assert EpisodeRow._fields == tuple(EpisodeRecord.model_fields)
+    row_types = get_type_hints(EpisodeRow)
+    assert {name: row_types[name] for name in EpisodeRow._fields} == {
+        name: field.annotation for name, field in EpisodeRecord.model_fields.items()
+    }

@@ -44,6 +44,14 @@ __all__ = [
 ]
 
 
+def episode_tokens(prompt: int | None, cached: int | None, completion: int | None) -> int | None:
+    """An episode's tokens by the run folder's convention (the module docstring); None unless both
+    prompt and completion were reported."""
+    if prompt is None or completion is None:
+        return None
+    return prompt + (cached or 0) + completion
+
+
 class EpisodeRow(NamedTuple):
     """An EpisodeRecord's fields as a plain tuple: what a streamed card holds per line in flight."""
 
@@ -80,9 +88,7 @@ class EpisodeRow(NamedTuple):
     @property
     def tokens(self) -> int | None:
         """Prompt + cached input + completion; None unless prompt and completion were reported."""
-        if self.prompt_tokens is None or self.completion_tokens is None:
-            return None
-        return self.prompt_tokens + (self.cached_input_tokens or 0) + self.completion_tokens
+        return episode_tokens(self.prompt_tokens, self.cached_input_tokens, self.completion_tokens)
 
 
 class EpisodeRecord(BaseModel):
@@ -123,9 +129,7 @@ class EpisodeRecord(BaseModel):
     @property
     def tokens(self) -> int | None:
         """Prompt + cached input + completion; None unless prompt and completion were reported."""
-        if self.prompt_tokens is None or self.completion_tokens is None:
-            return None
-        return self.prompt_tokens + (self.cached_input_tokens or 0) + self.completion_tokens
+        return episode_tokens(self.prompt_tokens, self.cached_input_tokens, self.completion_tokens)
 
     @property
     def no_tool_call(self) -> bool:
