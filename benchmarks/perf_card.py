@@ -40,6 +40,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import perf  # the driver beside this script: one table for every stage
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "src" / "poisson_tasks" / "data" / "published" / "reference-noisy"
 COPIES = 10
@@ -202,13 +204,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(table))
         return
-    print("| stage | now | anchor | target | ratio | met |")
-    print("|---|---|---|---|---|---|")
-    for row in table:
-        met = "met" if row["met"] else "not met"
-        print(
-            f"| {row['stage']} | {row['now']} | {row['anchor']} | {row['target']} | {row['ratio']} | {met} |"
-        )
+    print(perf.table(table))
 
 
 if __name__ == "__main__":

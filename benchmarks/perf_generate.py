@@ -29,6 +29,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+import perf  # the driver beside this script: one table for every stage
+
 from poisson_tasks.arms import all_arms
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.generator import generate
@@ -109,10 +111,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows))
         return
-    for row in rows:
-        print(f"{row['stage']}\n  now {row['now']}\n  anchor {row['anchor']}")
-        print(f"  target {row['target']}; {row['ratio']}; {'met' if row['met'] else 'NOT met'}")
-        print(f"  {row['note']}")
+    print(perf.table(rows))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from typing import Any
 import httpx2
 import openai
 import orjson
+import perf  # the driver beside this script: one table for every stage
 
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.generator import generate
@@ -353,11 +354,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows))
         return
-    for row in rows:
-        print(
-            f"{row['stage']}: {row['now']} vs {row['anchor']} ({row['ratio']}); target "
-            f"{row['target']}: {'met' if row['met'] else 'not met'}\n  {row['note']}"
-        )
+    print(perf.table(rows))
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
 
 

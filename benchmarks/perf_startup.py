@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import perf  # the driver beside this script: one table for every stage
+
 GENERATE_S = 0.25
 GENERATE_MIB = 80.0
 HELP_S = 0.1
@@ -177,11 +179,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows))
         return
-    for row in rows:
-        print(
-            f"{row['stage']}: {row['now']} vs {row['anchor']} ({row['ratio']}); target "
-            f"{row['target']}: {'met' if row['met'] else 'not met'}\n  {row['note']}"
-        )
+    print(perf.table(rows))
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
 
 
