@@ -43,7 +43,7 @@ from pathlib import Path
 import perf  # the driver beside this script: one table for every stage
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "src" / "poisson_tasks" / "data" / "published" / "reference-noisy"
+SOURCE = ROOT / "calibration" / "reference-noisy"
 COPIES = 10
 SEED_STEP = 2**32
 FLAT_MIB = 20.0

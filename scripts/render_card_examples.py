@@ -1,7 +1,7 @@
 """Refresh the example cards in docs/ from the published reference cards.
 
 Every `<!-- card-example:KIND:CARD[:WHAT] -->` block gets a live rendering of the stored card.json
-of the published card CARD (src/poisson_tasks/data/published/CARD, a reference-policy card: a scripted baseline, not a
+of the published card CARD (calibration/CARD, a reference-policy card: a scripted baseline, not a
 model). `poisson-tasks card --published` checks those card.json files against their records byte
 for byte, so the examples are what the records give. tests/test_calibration_docs.py checks that
 the blocks are current.

@@ -248,9 +248,9 @@ def test_cli_with_a_missing_run_folder_exits_2(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_repository_published_cards_rebuild() -> None:
-    """Every card the package's data/published/manifest.json lists rebuilds byte for byte."""
+    """Every card calibration/manifest.json lists rebuilds byte for byte."""
     checks = check_published()
-    assert checks, "data/published/manifest.json lists no published card"
+    assert checks, "calibration/manifest.json lists no published card"
     assert all(c.ok for c in checks), [c.message for c in checks if not c.ok]
 
 

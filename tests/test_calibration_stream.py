@@ -26,7 +26,7 @@ from poisson_tasks.errors import RunFolderError
 from poisson_tasks.runfolder import EPISODES, EpisodeLine, read_header
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLISHED = ROOT / "src" / "poisson_tasks" / "data" / "published"
+PUBLISHED = ROOT / "calibration"
 ARMS = ["depth:d1", "depth:d3"]
 
 

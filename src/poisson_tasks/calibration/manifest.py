@@ -16,14 +16,25 @@ from poisson_tasks.calibration.provenance import provenance_from_header
 from poisson_tasks.errors import PublishedCardError
 from poisson_tasks.runfolder import HEADER, read_header
 
-PUBLISHED_DIR = Path(__file__).resolve().parents[1] / "data" / "published"
 MANIFEST = "manifest.json"
+SHIPPED = ("data", "published")  # inside the package: where a wheel carries the cards (setup.py)
+CHECKOUT = "calibration"  # beside src/ in the repository: the one copy in git
+
+
+def locate_published(package: Path) -> Path:
+    """The published folder for a package at `package`: a wheel's copy where there is one
+    (an installed package), else the checkout's top-level calibration/ (an editable install)."""
+    shipped = package.joinpath(*SHIPPED)
+    return shipped if (shipped / MANIFEST).is_file() else package.parents[1] / CHECKOUT
+
+
+PUBLISHED_DIR = locate_published(Path(__file__).resolve().parents[1])
 MANIFEST_FORMAT = "poisson-tasks/published@1"
 CARD_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 def published_dir(directory: Path | None = None) -> Path:
-    """The published folder: `directory`, or the repository's calibration/ when None."""
+    """The published folder: `directory`, else the installed package's copy or the checkout's."""
     return PUBLISHED_DIR if directory is None else Path(directory)
 
 

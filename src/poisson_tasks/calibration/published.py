@@ -1,7 +1,8 @@
 """Published cards: stored records, rebuilt byte for byte, and read beside a run.
 
-Layout of the published folder (`src/poisson_tasks/data/published/`, shipped in the wheel as
-package data, so `card --published` and `--compare published` work from an installed package):
+Layout of the published folder (the repository's top-level `calibration/`, one copy in git; a
+wheel carries it as package data at `poisson_tasks/data/published/` (setup.py), so
+`card --published` and `--compare published` work from an installed package too):
 
     manifest.json            {"cards": [names...], "format": "poisson-tasks/published@1"}
     <name>/run.json          the run's header, as the runner wrote it
