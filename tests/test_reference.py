@@ -379,6 +379,25 @@ def test_noisy_over_http_replays_the_in_process_draws(client: openai.OpenAI) -> 
     assert len(outcomes) >= 2  # the seed changes what happens
 
 
+def test_seed_ignoring_draws_ignore_the_seed_and_keep_the_noisy_rates() -> None:
+    """seed-ignoring (a reference policy, labelled so): one request, sent again with the same seed
+    and user tag, gets another reply (noisy's is the same every time); its rates are noisy's."""
+    b = bundle("depth:d3", 0)
+    first = local_ask("noisy?p_wrong_tool=0.5", b.tools, seed=7, user="depth:d3|0|0")
+    again = local_ask("seed-ignoring?p_wrong_tool=0.5", b.tools, seed=7, user="depth:d3|0|0")
+    opening = b.messages()
+    assert len({json.dumps(first(opening)[0], sort_keys=True) for _ in range(20)}) == 1
+    assert len({json.dumps(again(opening)[0], sort_keys=True) for _ in range(20)}) > 1
+    expected = noisy_expected("depth:d3", 0.1, 0.1, 0.1)
+    passed = sum(
+        play(b, local_ask("seed-ignoring", b.tools, seed=1, user="same")).verdict.outcome
+        == "passed"
+        for _ in range(400)
+    )
+    sigma = math.sqrt(expected.passed * (1 - expected.passed) / 400)
+    assert abs(passed / 400 - expected.passed) <= 4 * sigma, (passed, expected.passed)
+
+
 def test_noisy_formula_sanity() -> None:
     perfect = noisy_expected("depth:d5", 0, 0, 0)
     assert perfect.passed == 1 and perfect.turn_limit == 0

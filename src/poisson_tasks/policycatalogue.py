@@ -70,6 +70,15 @@ POLICIES: dict[str, tuple[str, dict[str, Param]]] = {
             "p_overshoot": _p(0.1, "at the goal: climb one stage past it when the block allows"),
         },
     ),
+    "seed-ignoring": (
+        "the noisy policy, but every draw comes from the server's own entropy, never from the "
+        "request's seed, user tag or conversation: a server that ignores the seed; runs differ",
+        {
+            "p_wrong_tool": _p(0.1, "per step: call a harmless wrong tool instead"),
+            "p_early_stop": _p(0.1, "per step: reply without finishing"),
+            "p_overshoot": _p(0.1, "at the goal: climb one stage past it when the block allows"),
+        },
+    ),
     "overshoot": ("climbs each goal record to the top stage the tool block offers", {}),
     "graded": (
         "the oracle, but gives up after its first call at a rate set per knob level, read from "

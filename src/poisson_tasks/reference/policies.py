@@ -2,14 +2,17 @@
 
 Pure functions of the request (messages, tool block, `seed`, `user`) and the policy's parameters: a
 noisy draw is a SHA-256 of (seed, user, the task text's digest, the conversation's turn, purpose),
-never the global random, so a test can replay every decision.
+never the global random, so a test can replay every decision. The one exception is named for it:
+`seed-ignoring` makes the noisy policy's choices from the operating system's entropy, so it stands
+for a server that ignores the seed it is sent, and a replay of its run is expected to differ.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,24 +92,41 @@ def _overshoot(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     return _from_plan(plan(seen.task, seen.block, seen.conv, to_top=True))
 
 
-def _noisy(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
+def _mistakes(spec: PolicySpec, seen: _Seen, chance: Callable[[str], float]) -> PolicyReply:
     """At each step the oracle would call: stop with p_early_stop, else call a harmless wrong tool
-    with p_wrong_tool, else make the oracle's call. At the goal: overshoot once with p_overshoot."""
-    seen = _see(request)
+    with p_wrong_tool, else make the oracle's call. At the goal: overshoot once with p_overshoot.
+    `chance(purpose)` is the uniform draw behind each choice."""
     call_plan = plan(seen.task, seen.block, seen.conv)
     if call_plan.kind in ("read", "stage"):
-        if seen.key(request, "stop") < spec.get("p_early_stop"):
+        if chance("stop") < spec.get("p_early_stop"):
             return PolicyReply(content=EARLY_STOP_REPLY)
-        if seen.key(request, "wrong") < spec.get("p_wrong_tool"):
+        if chance("wrong") < spec.get("p_wrong_tool"):
             wrong = wrong_calls(seen.task, seen.block, seen.conv)
             if wrong:
-                return _calls([wrong[int(seen.key(request, "which") * len(wrong))]])
+                return _calls([wrong[int(chance("which") * len(wrong))]])
         return _calls(call_plan.calls[:1])
     if call_plan.kind == "done":
         over = overshoot_call(seen.task, seen.block, seen.conv)
-        if over is not None and seen.key(request, "overshoot") < spec.get("p_overshoot"):
+        if over is not None and chance("overshoot") < spec.get("p_overshoot"):
             return _calls([over])
     return PolicyReply(content=call_plan.reply)
+
+
+def _noisy(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
+    """The oracle with seeded mistakes: each draw is keyed by the request (see _Seen.key)."""
+    seen = _see(request)
+    return _mistakes(spec, seen, lambda purpose: seen.key(request, purpose))
+
+
+def entropy_draw(purpose: str) -> float:
+    """A uniform number in [0, 1) from os.urandom: what no request's seed can repeat."""
+    return int.from_bytes(os.urandom(8), "big") / 2.0**64
+
+
+def _seed_ignoring(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
+    """The noisy policy's mistakes at the same rates, drawn from the server's entropy: the request's
+    seed and user tag change nothing, so a replay of the same slot is a fresh draw."""
+    return _mistakes(spec, _see(request), entropy_draw)
 
 
 def _arm_of(user: str | None) -> ArmSpec | None:
@@ -182,6 +202,7 @@ def _garbage(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
 _POLICY_FUNCTIONS = {
     "oracle": _oracle,
     "noisy": _noisy,
+    "seed-ignoring": _seed_ignoring,
     "overshoot": _overshoot,
     "graded": _graded,
     "no-call": _no_call,
