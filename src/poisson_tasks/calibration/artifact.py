@@ -35,6 +35,7 @@ __all__ = [
     "Instrument",
     "KnobTable",
     "NoCallPeak",
+    "NoCalls",
     "Ordering",
     "PassAtK",
     "PublishedFacts",
@@ -125,8 +126,22 @@ class Totals(_Frozen):
     provider_usd_episodes: int
 
 
+class NoCalls(_Frozen):
+    """Scored episodes that made no tool call; of them, those that wrote a call as text instead
+    (content the serving side's tool parser did not turn into a tool call), and those text calls
+    by dialect."""
+
+    episodes: int
+    as_text: int
+    dialects: dict[str, int]
+
+
 class Cell(_Frozen):
-    """One arm's results for the card's model. Figures are None when withheld or not measured."""
+    """One arm's results for the card's model. Figures are None when withheld or not measured.
+
+    outcomes counts the scored episodes by outcome; malformed_clauses the malformed_call ones by
+    the format clause they broke; no_calls the no-call episodes and which of them were text calls.
+    """
 
     arm_id: str
     knob: str
@@ -143,6 +158,8 @@ class Cell(_Frozen):
     published: bool
     withheld: str | None
     outcomes: dict[str, int]
+    malformed_clauses: dict[str, int]
+    no_calls: NoCalls
     strict: RateFigure | None
     leaky: RateFigure | None
     overshoot: float | None
@@ -186,11 +203,13 @@ class Ordering(_Frozen):
     yes: every adjacent pair is distinguishable with the rate falling, or too small to call.
     no: at least one pair is distinguishable with the rate rising.
     cannot_tell: no pair rises, but at least one pair is left out (a saturated, withheld or empty
-    level), so the data do not decide it. saturated names the levels saturated on the rate.
+    level), so the data do not decide it.
+    single_level: the knob has one level on the card, so there is nothing to order.
+    saturated names the levels saturated on the rate.
     """
 
     rate: Rate
-    verdict: Literal["yes", "no", "cannot_tell"]
+    verdict: Literal["yes", "no", "cannot_tell", "single_level"]
     saturated: list[str]
     rising: list[str]
     left_out: list[str]

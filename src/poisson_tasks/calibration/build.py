@@ -16,7 +16,7 @@ Refusals:
 from __future__ import annotations
 
 import shlex
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -69,6 +69,8 @@ def _refuse_no_call(tally: RunTally, th: Thresholds) -> NoCallPeak | None:
     """Raise CardRefusal when a cell is over the no-call limit; else the highest share seen."""
     peak: NoCallPeak | None = None
     over: list[str] = []
+    no_call = text = 0
+    dialects: Counter[str] = Counter()
     for arm, cell in tally.cells.items():
         share = no_call_share(cell)
         if share is None:
@@ -77,13 +79,31 @@ def _refuse_no_call(tally: RunTally, th: Thresholds) -> NoCallPeak | None:
             peak = NoCallPeak(arm_id=arm, share=share)
         if share > th.no_call_max:
             over.append(f"{arm} ({share:.3f})")
+            no_call += cell.no_tool_call
+            text += cell.no_call_text
+            dialects.update(cell.no_call_dialects)
     if over:
         raise CardRefusal(
             f"card refused: more than {th.no_call_max:g} of the scored episodes made no tool call "
-            f"in {', '.join(over)}; such a cell measures whether the model starts the task, not "
-            "the level, so neither it nor its card is published"
+            f"in {', '.join(over)}; {_no_call_reading(no_call, text, dialects)}, so neither it nor "
+            "its card is published"
         )
     return peak
+
+
+def _no_call_reading(no_call: int, text: int, dialects: Counter[str]) -> str:
+    """What the refused cells' no-call episodes were: a model that did not start, or calls the
+    serving side's parser left as text (the format alarm, clause 1)."""
+    if not text:
+        return "such a cell measures whether the model starts the task, not the level"
+    named = ", ".join(f"{dialect} {count}" for dialect, count in sorted(dialects.items()))
+    share = "all" if text == no_call else f"{text}"
+    return (
+        f"{share} of their {no_call} no-call episodes wrote a call as text instead (dialects: "
+        f"{named}; the format alarm, clause 1), calls the serving side's tool parser did not turn "
+        "into tool calls, so such a cell measures the server's chat template and tool parser, "
+        "not the level: check them first (docs/local-model.md)"
+    )
 
 
 def _knob_tables(

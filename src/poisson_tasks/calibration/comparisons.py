@@ -121,7 +121,8 @@ def ordering(levels: Sequence[Cell], comparisons: Sequence[Comparison], rate: Ra
     """Is pass@1 non-increasing across the levels, as the paired comparisons on `rate` decide?
 
     no when a pair is distinguishable with the rate rising; yes when every pair is distinguishable
-    with the rate falling or too small to call; otherwise cannot_tell, naming the pairs left out.
+    with the rate falling or too small to call; single_level when the knob has one level, so
+    there is nothing to order; otherwise cannot_tell, naming the pairs left out.
     Levels saturated on the rate are named whatever the verdict.
     """
     mine = [c for c in comparisons if c.rate == rate]
@@ -131,8 +132,10 @@ def ordering(levels: Sequence[Cell], comparisons: Sequence[Comparison], rate: Ra
         if c.verdict == "distinguishable" and (c.diff or 0.0) < 0.0
     ]
     left = [f"{_level(c.lower)}→{_level(c.upper)}" for c in mine if c.verdict == "left_out"]
-    verdict: Literal["yes", "no", "cannot_tell"]
-    if rising:
+    verdict: Literal["yes", "no", "cannot_tell", "single_level"]
+    if len(levels) < 2:
+        verdict = "single_level"
+    elif rising:
         verdict = "no"
     elif left:
         verdict = "cannot_tell"

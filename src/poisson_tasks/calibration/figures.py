@@ -18,6 +18,7 @@ from poisson_tasks.calibration.artifact import (
     Cell,
     CellCosts,
     Instrument,
+    NoCalls,
     PassAtK,
     RateFigure,
     Totals,
@@ -35,7 +36,7 @@ from poisson_tasks.calibration.stats import (
 from poisson_tasks.calibration.tally import CellTally, TotalsTally
 from poisson_tasks.prereg import Thresholds
 
-__all__ = ["CellCounts", "build_cell", "cell_counts", "no_call_share", "totals"]
+__all__ = ["CellCounts", "build_cell", "cell_counts", "no_call_share", "no_calls", "totals"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,15 @@ def cell_counts(cell: CellTally) -> CellCounts:
         strict=np.array(cell.strict, dtype=np.int64),
         leaky=np.array(cell.leaky, dtype=np.int64),
         attempts=np.array(cell.attempts, dtype=np.int64),
+    )
+
+
+def no_calls(cell: CellTally) -> NoCalls:
+    """The cell's no-call episodes, those that wrote a call as text, and their dialects."""
+    return NoCalls(
+        episodes=cell.no_tool_call,
+        as_text=cell.no_call_text,
+        dialects=dict(sorted(cell.no_call_dialects.items())),
     )
 
 
@@ -204,6 +214,8 @@ def build_cell(
         published=figures,
         withheld=withheld,
         outcomes=dict(sorted(cell.outcomes.items())) if figures else {},
+        malformed_clauses=dict(sorted(cell.malformed_clauses.items())) if figures else {},
+        no_calls=no_calls(cell) if figures else NoCalls(episodes=0, as_text=0, dialects={}),
         strict=strict,
         leaky=leaky,
         overshoot=_share(cell.overshoot, scored) if figures else None,

@@ -84,6 +84,9 @@ class EpisodeRow(NamedTuple):
     estimated_tokens: int | None
     context_overflow: bool
     system_fingerprints: list[str | None]
+    malformed_clause: int | None
+    text_calls: int
+    text_call_dialects: list[str]
 
     @property
     def tokens(self) -> int | None:
@@ -125,6 +128,9 @@ class EpisodeRecord(BaseModel):
     estimated_tokens: int | None = None
     context_overflow: bool = False
     system_fingerprints: list[str | None] = Field(default_factory=list)
+    malformed_clause: int | None = None
+    text_calls: int = 0
+    text_call_dialects: list[str] = Field(default_factory=list)
 
     @property
     def tokens(self) -> int | None:
@@ -351,6 +357,18 @@ class RecordStream:
             raise RunFolderError(f"{path} cannot be read: {exc}") from exc
 
 
+def _dialects(transcript: Any) -> list[str]:
+    """The dialects the runner named for the episode's text calls (its transcript's
+    `text_call_dialects`); empty where the harness recorded none."""
+    named = transcript.get("text_call_dialects") if type(transcript) is dict else None
+    if type(named) is not list:
+        return _EMPTY_DIALECTS
+    return [dialect for dialect in named if type(dialect) is str]
+
+
+_EMPTY_DIALECTS: list[str] = []
+
+
 class _Plan:
     """The header's plan as lookups, with each arm id parsed once, and a slot per planned
     (arm, seed, attempt) holding the line that scored it (0: none yet)."""
@@ -430,6 +448,9 @@ class _Plan:
             usage.get("estimated_tokens"),
             doc.get("context_overflow", False),
             doc.get("system_fingerprints", []),
+            doc.get("malformed_clause"),
+            doc.get("unparsed_text_calls", 0),
+            _dialects(doc.get("transcript", _NOTHING)),
         )
 
 

@@ -26,6 +26,7 @@ from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.hashes import describe_environment_hash
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES
 
 NOT_RECORDED = "not recorded"
 NA = "n/a"
@@ -165,6 +166,71 @@ def _row(cell: Cell, depth: bool) -> list[str]:
     return _level_row(cell, depth) if cell.published else _withheld_row(cell)
 
 
+# The scored outcomes, best first: the verifier's closed vocabulary in reverse priority order.
+SCORED_OUTCOMES: tuple[str, ...] = tuple(
+    o for o in reversed(OUTCOMES) if o not in INSTRUMENT_OUTCOMES
+)
+
+
+def outcome_columns() -> tuple[str, ...]:
+    """The outcome table's header: the scored outcomes, then no tool call and the instrument."""
+    return ("level", "scored", *SCORED_OUTCOMES, "no tool call", "instrument failures")
+
+
+def _clauses(cell: Cell) -> str:
+    count = cell.outcomes.get("malformed_call", 0)
+    if not count:
+        return "0"
+    clauses = ", ".join(
+        f"clause {c} {n}" if c.isdigit() else f"{c} {n}" for c, n in cell.malformed_clauses.items()
+    )
+    return f"{count} ({clauses})"
+
+
+def _outcome_row(cell: Cell, label: str) -> list[str]:
+    if not cell.published:
+        row = ["withheld"] * len(outcome_columns())
+        row[0], row[-1] = label, _failures(cell)
+        return row
+    cells = [
+        _clauses(cell) if outcome == "malformed_call" else str(cell.outcomes.get(outcome, 0))
+        for outcome in SCORED_OUTCOMES
+    ]
+    return [label, str(cell.scored), *cells, _no_calls(cell), _failures(cell)]
+
+
+def _no_calls(cell: Cell) -> str:
+    calls = cell.no_calls
+    if not calls.as_text:
+        return str(calls.episodes)
+    dialects = ", ".join(f"{d} {n}" for d, n in calls.dialects.items())
+    return f"{calls.episodes} ({calls.as_text} wrote a call as text: {dialects})"
+
+
+def _failures(cell: Cell) -> str:
+    instrument = cell.instrument
+    if not instrument.count:
+        return "0"
+    return (
+        f"{instrument.count} ("
+        + ", ".join(f"{o} {n}" for o, n in instrument.by_outcome.items())
+        + ")"
+    )
+
+
+def _outcome_table(cells: Sequence[Cell], title: str) -> list[str]:
+    """How each level's episodes ended: how a level fails, not only how often."""
+    rows = [
+        _outcome_row(c, f"`{c.arm_id}`" if c.control else f"`{_level(c.arm_id)}`") for c in cells
+    ]
+    intro = (
+        "Scored episodes by outcome (malformed calls by the format clause they broke); no tool "
+        "call counts the scored episodes that made none, whatever their outcome; instrument "
+        "failures are out of every denominator."
+    )
+    return ["", title, "", intro, "", *_table(outcome_columns(), rows)]
+
+
 def _verdict(comparison: Comparison) -> str:
     if comparison.verdict == "left_out":
         return f"left out: {comparison.reason}"
@@ -214,6 +280,7 @@ def _knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
     title = f"## `{table.knob}`: one row per level (read on {table.read_on} pass@1)"
     out = ["", title, ""]
     out += _table(level_columns(artifact.thresholds.confidence), [_row(c, depth) for c in cells])
+    out += _outcome_table(cells, f"### `{table.knob}`: how each level's episodes ended")
     rates = ("leaky", "strict") if depth else ("strict",)
     for rate in rates:
         comps = [c for c in table.comparisons if c.rate == rate]
@@ -232,6 +299,12 @@ def _knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
             ),
             _comparison_rows(comps),
         )
+    if table.ordering_strict.verdict == "single_level":
+        out += [
+            "",
+            f"Ordering: the card has one level of `{table.knob}`, so there is nothing to order.",
+        ]
+        return out
     order = (
         "Ordering, read from the adjacent comparisons: strict pass@1 non-increasing across the "
         f"levels: {_ordering(table.ordering_strict)}."
@@ -262,7 +335,9 @@ def _controls_section(artifact: Artifact) -> list[str]:
         "",
     ]
     header = level_columns(artifact.thresholds.confidence)
-    return out + _table(header, [_row(artifact.cell(arm), False) for arm in artifact.controls])
+    cells = [artifact.cell(arm) for arm in artifact.controls]
+    out += _table(header, [_row(cell, False) for cell in cells])
+    return out + _outcome_table(cells, "### Control arms: how each arm's episodes ended")
 
 
 def _concurrency(provenance: Provenance) -> str:

@@ -15,7 +15,14 @@ from collections.abc import Iterable, Sequence
 
 from poisson_tasks.calibration.records import EpisodeRow
 
-__all__ = ["CellTally", "RunTally", "TotalsTally"]
+UNNAMED_DIALECT = "not named"  # a text call whose harness recorded no dialect
+
+__all__ = ["UNNAMED_DIALECT", "CellTally", "RunTally", "TotalsTally"]
+
+
+def _clause(clause: int | None) -> str:
+    """A malformed_call episode's clause as card.json keys it ("1".."4"; "unknown" if none)."""
+    return "unknown" if clause is None else str(clause)
 
 
 class TotalsTally:
@@ -63,6 +70,9 @@ class CellTally:
         self.scored = 0
         self.overshoot = 0
         self.no_tool_call = 0
+        self.no_call_text = 0  # no-call episodes whose model wrote a call as text
+        self.no_call_dialects: Counter[str] = Counter()  # those text calls, by dialect
+        self.malformed_clauses: Counter[str] = Counter()  # malformed_call episodes, by clause
         self.stopped_short = 0
         self.strict = array("q", bytes(8 * seeds))
         self.leaky = array("q", bytes(8 * seeds))
@@ -105,9 +115,15 @@ class CellTally:
             self.leaky[slot] += 1
         if row.overshoot:
             self.overshoot += 1
+        if row.outcome == "malformed_call":
+            self.malformed_clauses[_clause(row.malformed_clause)] += 1
         tool_calls = row.tool_calls
         if tool_calls == 0:
             self.no_tool_call += 1
+            if row.text_calls:
+                self.no_call_text += 1
+                named = row.text_call_dialects
+                self.no_call_dialects.update(named or [UNNAMED_DIALECT] * row.text_calls)
         elif 0 < tool_calls < row.min_calls:
             self.stopped_short += 1
         self.model_calls.append(row.model_calls)
