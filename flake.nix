@@ -41,8 +41,14 @@
       systems = [ "x86_64-linux" ];
       forAllSystems = lib.genAttrs systems;
 
+      # The specs of every Python environment built here, in one file the CI resolution check
+      # (scripts/ci/nix_resolution.py) evaluates too: uv.lock's openai conflict is decided there.
+      environments = import ./nix/environments.nix;
       workspace = uv2nix.lib.workspace.loadWorkspace { workspaceRoot = ./.; };
-      overlay = workspace.mkPyprojectOverlay { sourcePreference = "wheel"; };
+      overlay = workspace.mkPyprojectOverlay {
+        sourcePreference = "wheel";
+        dependencies = environments.overlay;
+      };
       editableOverlay = workspace.mkEditablePyprojectOverlay { root = "$REPO_ROOT"; };
 
       pythonSets = forAllSystems (
@@ -60,10 +66,8 @@
 
       # The runner's environment: exactly uv.lock's runtime packages, and the same with the dev extra.
       envs = forAllSystems (system: {
-        runtime = pythonSets.${system}.mkVirtualEnv "poisson-tasks-env" workspace.deps.default;
-        dev = pythonSets.${system}.mkVirtualEnv "poisson-tasks-dev-env" {
-          poisson-tasks = [ "dev" ];
-        };
+        runtime = pythonSets.${system}.mkVirtualEnv "poisson-tasks-env" environments.venvs.runtime.spec;
+        dev = pythonSets.${system}.mkVirtualEnv "poisson-tasks-dev-env" environments.venvs.dev.spec;
       });
 
       # What the program records as its environment: hashes/environment_source reads this file
@@ -116,7 +120,7 @@
         let
           pkgs = nixpkgs.legacyPackages.${system};
           pythonSet = pythonSets.${system}.overrideScope editableOverlay;
-          venv = pythonSet.mkVirtualEnv "poisson-tasks-dev-env" { poisson-tasks = [ "dev" ]; };
+          venv = pythonSet.mkVirtualEnv "poisson-tasks-dev-env" environments.venvs.dev-shell.spec;
         in
         {
           # python, pytest, ruff and mypy come from uv.lock's dev extra; uv and hadolint from nixpkgs.
