@@ -367,8 +367,15 @@ def run(
             "--base-url", help="Set model.base_url (e.g. the URL serve-local printed) for this run."
         ),
     ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="i/n: run shard i (from 0) of n into a shard folder; `merge` puts them together.",
+        ),
+    ] = None,
 ) -> None:
-    """Run a pre-registered study into a run folder.
+    """Run a pre-registered study into a run folder (or one shard of it, with --shard i/n).
 
     Exit 0 when the run completed, 3 when a limit stopped it early (continue it with --resume), 1
     when an alarm rings (instrument failures over thresholds.instrument_max, or format clause 1;
@@ -377,6 +384,7 @@ def run(
     from poisson_tasks.prereg import load_preregistration
     from poisson_tasks.runner import default_run_folder, run_preregistration, summary_lines
     from poisson_tasks.runner.folder import stored_plan
+    from poisson_tasks.runner.shard import Shard, stored_shard
 
     if out is not None and resume is not None:
         raise PoissonError("give --out (a new run) or --resume (an existing one), not both")
@@ -384,14 +392,17 @@ def run(
         raise PoissonError(
             "give a pre-registration FILE (a new run), or --resume DIR to continue a run"
         )
+    part = Shard.parse(shard) if shard is not None else None
     if file is not None:
         plan = load_preregistration(file, base_url=base_url)
     else:
         plan = stored_plan(resume)  # type: ignore[arg-type]
+    if part is None and resume is not None:
+        part = stored_shard(resume)  # a shard folder is resumed as the shard it holds
     folder = resume or out or default_run_folder(plan)
     _writing.append(folder)
     summary = run_preregistration(
-        plan, folder, resume=resume is not None, show_progress=False if quiet else None
+        plan, folder, resume=resume is not None, show_progress=False if quiet else None, shard=part
     )
     for line in summary_lines(summary):
         typer.echo(line)

@@ -72,6 +72,16 @@ class RunFolderError(PoissonError):
     """A run folder that is missing, from another pre-registration, or damaged."""
 
 
+class ShardError(PoissonError):
+    """A --shard that does not cut this plan (not i/n, an index out of range, more shards than
+    tasks), or a folder resumed as another shard than the one it holds."""
+
+
+class MergeError(PoissonError):
+    """Shard folders that do not make one study: another plan, another instrument, another
+    serving, or a slot missing or held twice; the message names which."""
+
+
 class EndpointError(PoissonError):
     """An endpoint that cannot be reached or refuses the credentials."""
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.files import atomic_write, os_problem
@@ -153,6 +153,51 @@ class OwnToolsRecord(BaseModel):
     not_held: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ShardRecord(BaseModel):
+    """This folder holds one shard of a study cut across machines (`run --shard i/n`).
+
+    `plan_hash` is the pre-registration's hash less the address of its endpoint (every shard may
+    reach its own server), `slots_sha256` the digest of this shard's slots as the partition rule
+    `rule` cuts them (runner/shard.py), and `budget` this shard's share of the study's caps.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    count: int
+    rule: str
+    plan_hash: str
+    slots: int
+    slots_sha256: str
+    budget: dict[str, Any]
+
+
+class MergedShard(BaseModel):
+    """One shard folder a merge read: where it was, its sessions' new numbers, what it held."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    folder: str
+    sessions: list[int]
+    episodes: int
+    tokens: int
+    records_sha256: str
+    budget: dict[str, Any]
+
+
+class MergeRecord(BaseModel):
+    """This folder is the merge of a study's shard folders (`poisson-tasks merge`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    count: int
+    rule: str
+    plan_hash: str
+    merged_at: str
+    shards: list[MergedShard]
+
+
 class RunHeader(BaseModel):
     """The run's header: what was planned, how it was served, and every session that wrote to it."""
 
@@ -176,6 +221,17 @@ class RunHeader(BaseModel):
     thresholds: Thresholds = Thresholds()
     sessions: list[Session] = Field(default_factory=list)
     own_tools: OwnToolsRecord | None = None
+    shard: ShardRecord | None = None
+    merged: MergeRecord | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unsharded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A folder that is neither a shard nor a merge keeps the bytes it had before either."""
+        out: dict[str, Any] = handler(self)
+        for key in ("shard", "merged"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
 
 
 def write_header(folder: Path, header: RunHeader) -> None:

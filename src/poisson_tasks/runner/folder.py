@@ -53,6 +53,7 @@ from poisson_tasks.runfolder import (
     OwnToolsRecord,
     RunHeader,
     Session,
+    ShardRecord,
     StopReason,
     iter_episodes,
     read_header,
@@ -214,8 +215,10 @@ class RunFolder:
         serving: dict[str, Any],
         own_tools: OwnToolsRecord | None = None,
         lock: FolderLock | None = None,
+        shard: ShardRecord | None = None,
     ) -> RunFolder:
-        """A new folder for `plan`; refuses a path that already holds anything.
+        """A new folder for `plan` (or for one `shard` of it); refuses a path that already holds
+        anything.
 
         Takes the folder's lock (unless given one) and keeps it; on a failure (a full disk, a
         read-only folder) it removes what it made and raises RunFolderError in one line.
@@ -240,7 +243,7 @@ class RunFolder:
                     f"{path} was filled by another writer while this one started: pass --resume "
                     f"{path} to continue that run, or choose a new --out folder"
                 )
-            header = _header(plan, serving, own_tools)
+            header = _header(plan, serving, own_tools, shard)
             try:
                 write_header(path, header)
                 fd = os.open(path / EPISODES, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -258,8 +261,11 @@ class RunFolder:
         return cls(path, header, FolderState(), lock)
 
     @staticmethod
-    def check_resumable(path: Path, plan: Plan) -> tuple[RunHeader, FolderState]:
-        """Read a folder and check it was made by this study; writes nothing."""
+    def check_resumable(
+        path: Path, plan: Plan, shard: ShardRecord | None = None
+    ) -> tuple[RunHeader, FolderState]:
+        """Read a folder and check it was made by this study (and holds this `shard` of it);
+        writes nothing."""
         if not (path / HEADER).is_file():
             raise RunFolderError(
                 f"{path} is not a run folder ({HEADER} is missing): nothing to resume; start a "
@@ -284,6 +290,7 @@ class RunFolder:
                     f"install has {ours_h[:12]}): its tasks would change mid-run; resume it with "
                     "the poisson-tasks build that made it"
                 )
+        _check_shard(path, header, shard)
         state = FolderState()
         for line in iter_episodes(path):
             state.add(line)
@@ -299,6 +306,7 @@ class RunFolder:
         serving: dict[str, Any],
         checked: tuple[RunHeader, FolderState],
         lock: FolderLock | None = None,
+        shard: ShardRecord | None = None,
     ) -> RunFolder:
         """Open a checked folder for a new session: truncate a torn tail, append the session.
 
@@ -310,7 +318,7 @@ class RunFolder:
             lock = FolderLock.acquire(path)
         try:
             if own:
-                checked = cls.check_resumable(path, plan)
+                checked = cls.check_resumable(path, plan, shard)
             header, state = checked
             try:
                 truncate_torn_tail(path / EPISODES)
@@ -324,7 +332,7 @@ class RunFolder:
                     )
                 # a killed session never wrote its count: the records say what it wrote
                 session.episodes_written = state.per_session.get(session.index, 0)
-            header.sessions.append(_session(len(header.sessions), plan, serving))
+            header.sessions.append(_session(len(header.sessions), plan, serving, shard))
             try:
                 write_header(path, header)
             except OSError as exc:
@@ -525,8 +533,33 @@ def _remove_partial(path: Path, made: bool) -> None:
             path.rmdir()
 
 
+def _check_shard(path: Path, header: RunHeader, shard: ShardRecord | None) -> None:
+    """A merged folder is not resumed, and a shard folder is resumed only as its own shard."""
+    if header.merged is not None:
+        raise RunFolderError(
+            f"{path} is the merge of {header.merged.count} shard folders, not a run to continue: "
+            "resume the shard that needs it, then merge again into a new --out folder"
+        )
+    theirs = None if header.shard is None else f"{header.shard.index}/{header.shard.count}"
+    ours = None if shard is None else f"{shard.index}/{shard.count}"
+    if theirs == ours:
+        return
+    if theirs is None:
+        raise RunFolderError(
+            f"{path} holds a whole run, not shard {ours}: resume it without --shard"
+        )
+    raise RunFolderError(
+        f"{path} holds shard {theirs} of its study"
+        + ("" if ours is None else f", not {ours}")
+        + f": resume it with --shard {theirs} (or with no --shard, which reads it from run.json)"
+    )
+
+
 def _header(
-    plan: Plan, serving: dict[str, Any], own_tools: OwnToolsRecord | None = None
+    plan: Plan,
+    serving: dict[str, Any],
+    own_tools: OwnToolsRecord | None = None,
+    shard: ShardRecord | None = None,
 ) -> RunHeader:
     pr = plan.preregistration
     return RunHeader(
@@ -545,18 +578,22 @@ def _header(
         serving=serving,
         concurrency=pr.execution.concurrency,
         thresholds=pr.thresholds,
-        sessions=[_session(0, plan, serving)],
+        sessions=[_session(0, plan, serving, shard)],
         own_tools=own_tools,
+        shard=shard,
     )
 
 
-def _session(index: int, plan: Plan, serving: dict[str, Any]) -> Session:
+def _session(
+    index: int, plan: Plan, serving: dict[str, Any], shard: ShardRecord | None = None
+) -> Session:
+    """A new session; a shard's session records the shard's share of the budget."""
     pr = plan.preregistration
     return Session(
         index=index,
         started_at=now(),
         concurrency=pr.execution.concurrency,
-        budget=pr.budget.model_dump(mode="json"),
+        budget=pr.budget.model_dump(mode="json") if shard is None else dict(shard.budget),
         serving=serving,
     )
 

@@ -50,6 +50,7 @@ from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, r
 from poisson_tasks.runner.folder import FolderLock, RunFolder, check_creatable, resume_hint
 from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
+from poisson_tasks.runner.shard import Shard, budget_share, shard_record, shard_slots
 from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
@@ -68,6 +69,7 @@ class RunSummary(BaseModel):
 
     folder: str
     session: int
+    shard: str | None = Field(default=None, description="i/n for a shard folder")
     stop_reason: StopReason
     detail: str | None = None
     planned: int = Field(description="episodes the plan holds (slots)")
@@ -524,14 +526,19 @@ class _Signals:
 
 
 async def run_plan(
-    plan: Plan, out_dir: Path | str, resume: bool = False, *, show_progress: bool | None = None
+    plan: Plan,
+    out_dir: Path | str,
+    resume: bool = False,
+    *,
+    show_progress: bool | None = None,
+    shard: Shard | None = None,
 ) -> RunSummary:
     """The async form of run_preregistration (for callers already inside an event loop)."""
     signals = _Signals()
     signals.install()
     opened: list[RunFolder] = []
     try:
-        return await _run_plan(plan, Path(out_dir), resume, show_progress, signals, opened)
+        return await _run_plan(plan, Path(out_dir), resume, show_progress, signals, opened, shard)
     except asyncio.CancelledError:
         if signals.signum is None:
             raise
@@ -558,8 +565,13 @@ async def _run_plan(
     show_progress: bool | None,
     signals: _Signals,
     opened: list[RunFolder],
+    shard: Shard | None = None,
 ) -> RunSummary:
     pr = plan.preregistration
+    # A shard runs its own slots within its share of the study's budget (runner/shard.py).
+    record = shard_record(plan, shard) if shard is not None else None
+    slots = shard_slots(plan, shard) if shard is not None else plan.slots()
+    budget = budget_share(pr.budget, shard.count) if shard is not None else pr.budget
     _check_arms(plan)
     check_plan_pins(plan)
     if pr.design.harness == "verifiers-null":
@@ -567,7 +579,8 @@ async def _run_plan(
     lock: FolderLock | None = None
     checked = None
     if resume:
-        RunFolder.check_resumable(path, plan)  # refuses another study's folder, writing nothing
+        # refuses another study's folder (or another shard of it), writing nothing
+        RunFolder.check_resumable(path, plan, record)
         lock = FolderLock.acquire(path)
     else:
         check_creatable(path)
@@ -575,7 +588,7 @@ async def _run_plan(
     endpoint: Endpoint | None = None
     try:
         if resume:
-            checked = RunFolder.check_resumable(path, plan)  # again, under the lock
+            checked = RunFolder.check_resumable(path, plan, record)  # again, under the lock
         key = _api_key(plan)
         base_url = pr.model.resolved_base_url
         if pr.model.provider == "reference" and base_url is None:
@@ -592,18 +605,18 @@ async def _run_plan(
         if server is not None:
             serving["in_process"] = True
         folder = (
-            RunFolder.resume(path, plan, serving, checked, lock)
+            RunFolder.resume(path, plan, serving, checked, lock, shard=record)
             if checked is not None
-            else RunFolder.create(path, plan, serving, own_tools_record(plan))
+            else RunFolder.create(path, plan, serving, own_tools_record(plan), shard=record)
         )
         lock = None  # the folder holds it now and drops it on close
         opened.append(folder)
-        pending = [s for s in plan.slots() if s not in folder.state.scored]
+        pending = [s for s in slots if s not in folder.state.scored]
         counters = Counters()
         progress = Progress(
             len(pending),
-            token_cap=pr.budget.tokens,
-            dollar_cap=pr.budget.dollars,
+            token_cap=budget.tokens,
+            dollar_cap=budget.dollars,
             enabled=show_progress,
         )
         endpoint = Endpoint(
@@ -616,7 +629,7 @@ async def _run_plan(
             on_retry=progress.retry,
             session=folder.session.index,
         )
-        limits = Limits(pr.budget, pr.model.rates, folder.state.spend)
+        limits = Limits(budget, pr.model.rates, folder.state.spend)
         session = _Session(plan, folder, endpoint, limits, progress, pending)
         started = time.perf_counter()
         stop: StopReason = "interrupted"
@@ -644,7 +657,7 @@ async def _run_plan(
             raise session.fatal
         if session.crash is not None:
             raise session.crash
-        summary = _summary(plan, folder, session, counters, time.perf_counter() - started)
+        summary = _summary(plan, slots, folder, session, counters, time.perf_counter() - started)
         if signals.signum is not None:
             raise Interrupted(_stopped_line(signals.name, summary), signals.signum)
         return summary
@@ -672,23 +685,29 @@ def _stopped_line(name: str, summary: RunSummary) -> str:
 
 
 def _summary(
-    plan: Plan, folder: RunFolder, session: _Session, counters: Counters, seconds: float
+    plan: Plan,
+    slots: list[Slot],
+    folder: RunFolder,
+    session: _Session,
+    counters: Counters,
+    seconds: float,
 ) -> RunSummary:
     scored, seen = folder.state.scored, folder.state.seen
-    incomplete = sorted(
-        {a for a, s, k in plan.slots() if (a, s, k) not in seen}, key=plan.arms.index
-    )
+    incomplete = sorted({a for a, s, k in slots if (a, s, k) not in seen}, key=plan.arms.index)
     unscored = sorted(
-        {a for a, s, k in plan.slots() if (a, s, k) in seen and (a, s, k) not in scored},
+        {a for a, s, k in slots if (a, s, k) in seen and (a, s, k) not in scored},
         key=plan.arms.index,
     )
     pr = plan.preregistration
     return RunSummary(
         folder=str(folder.path),
         session=folder.session.index,
+        shard=None
+        if folder.header.shard is None
+        else f"{folder.header.shard.index}/{folder.header.shard.count}",
         stop_reason=folder.session.stop_reason,
         detail=folder.session.detail,
-        planned=plan.episodes,
+        planned=len(slots),
         scored=len(scored),
         written=folder.session.episodes_written,
         outcomes=dict(sorted(session.outcomes.items())),
@@ -714,15 +733,17 @@ def run_preregistration(
     resume: bool = False,
     *,
     show_progress: bool | None = None,
+    shard: Shard | None = None,
 ) -> RunSummary:
     """Run a pre-registration (a YAML path or a validated Plan) into `out_dir`.
 
     resume=True continues the run folder at `out_dir`: the same tasks, each with its full number
-    of attempts, none run twice (see runfolder.py on slots). Raises PreregistrationError,
-    RunFolderError or EndpointError with one line naming the fix; the folder is never corrupted.
+    of attempts, none run twice (see runfolder.py on slots). `shard` runs only that shard's slots
+    (runner/shard.py) into a shard folder. Raises PreregistrationError, RunFolderError,
+    ShardError or EndpointError with one line naming the fix; the folder is never corrupted.
     """
     plan = path_or_plan if isinstance(path_or_plan, Plan) else load_preregistration(path_or_plan)
-    return asyncio.run(run_plan(plan, out_dir, resume, show_progress=show_progress))
+    return asyncio.run(run_plan(plan, out_dir, resume, show_progress=show_progress, shard=shard))
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
@@ -734,7 +755,9 @@ def summary_lines(summary: RunSummary) -> list[str]:
     )
     spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
     lines = [
-        f"run {summary.folder} session {summary.session}: {summary.stop_reason}"
+        f"run {summary.folder}"
+        + (f" (shard {summary.shard})" if summary.shard else "")
+        + f" session {summary.session}: {summary.stop_reason}"
         + (f" ({summary.detail})" if summary.detail else ""),
         f"  episodes   {summary.written} written this session ({summary.instrument} instrument failures, "
         f"{summary.abandoned} abandoned in flight); {summary.scored}/{summary.planned} slots scored",
