@@ -87,10 +87,10 @@ def partition(plan: Plan, count: int) -> list[list[Slot]]:
         weight = parse_arm_id(arm).reference_turns * plan.attempts
         seeds = plan.seeds
         dealt = (len(seeds) // count) * count
-        for j, seed in enumerate(seeds[:dealt]):
-            owner[(arm, seed)] = j % count
-            load[j % count] += weight
-        lightest = sorted(range(count), key=lambda i: (load[i], i))
+        for position, seed in enumerate(seeds[:dealt]):
+            owner[(arm, seed)] = position % count
+            load[position % count] += weight
+        lightest = sorted(range(count), key=lambda index: (load[index], index))
         for seed, shard in zip(seeds[dealt:], lightest, strict=False):
             owner[(arm, seed)] = shard
             load[shard] += weight
