@@ -179,6 +179,7 @@ def sweep() -> dict[str, Any]:
     return result
 
 
+@pytest.mark.xdist_group("full-pin-sweep")  # one sweep fixture, one worker
 def test_every_text_of_the_full_pin_sweep_counts_as_bpe_openai_counts_it(
     sweep: dict[str, Any],
 ) -> None:
@@ -186,6 +187,7 @@ def test_every_text_of_the_full_pin_sweep_counts_as_bpe_openai_counts_it(
     assert sweep["n_bad"] == 0, sweep["bad"]
 
 
+@pytest.mark.xdist_group("full-pin-sweep")  # one sweep fixture, one worker
 def test_the_history_search_counts_by_pieces_exactly_over_the_full_sweep(
     sweep: dict[str, Any],
 ) -> None:
