@@ -1,9 +1,11 @@
-"""serve-local's template refusal, and llama.cpp provenance from /props on a card.
+"""serve-local's template refusals and warnings, and llama.cpp provenance from /props on a card.
 
-No model is loaded here: the template checks run before any model would load, and the llama.cpp
-server is a tiny fake on loopback that answers /props, /v1/models and /apply-template as
-llama.cpp does (shapes taken from a real llama.cpp server, values made up). A real server and a
-real model run in the CI step scripts/ci/local-model.
+No model is loaded here: the template and GGUF checks run before any model would load (the GGUF
+files are metadata only, tests/gguf_writer.py), and the llama.cpp server is a tiny fake on
+loopback that answers /props, /v1/models, /slots, /apply-template (rendered with Jinja2) and
+/v1/chat/completions as llama.cpp does (shapes taken from a real llama.cpp server, values made
+up). Whether the real server parses each template's calls is tests/test_local_served.py, with a
+real model, in the CI step scripts/ci/local-model.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, ClassVar
 
 import pytest
 from endpoint_double import Answer, Seen, serve
+from gguf_writer import chatml_model, gemma_model
 from synthetic_runs import full_run
 from test_real_endpoints import lines_of, prereg, run_cli
 from typer.testing import CliRunner
@@ -26,16 +29,20 @@ from typer.testing import CliRunner
 from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.cardjson import card_json
 from poisson_tasks.cli import app
-from poisson_tasks.errors import EndpointError, LocalServeError
+from poisson_tasks.errors import EndpointError, LocalServeError, MissingExtraError
 from poisson_tasks.local import server as local_server
+from poisson_tasks.local.defaults import shipped_templates
 from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.local.templates import (
+    PROBE_ARGUMENTS,
     PROBE_TOOL,
+    ChatTemplate,
+    check_call_format,
     check_tool_section,
+    family_warning,
     load_template,
     probe_conversation,
     render,
-    shipped_templates,
 )
 from poisson_tasks.prereg import Serving
 from poisson_tasks.runner.provenance import serving_details
@@ -67,11 +74,31 @@ def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
 # --------------------------------------------------------------------------- templates
 
 
-def test_shipped_template_states_family_and_renders_tools_and_calls() -> None:
-    assert "chatml-tools" in shipped_templates()
-    tpl = load_template("chatml-tools")
+# What each shipped template asks the model to write for the probe call (its instructions' form).
+HERMES_CALL = (
+    '<tool_call>\n{"name": "' + PROBE_TOOL + '", "arguments": {"q": "probe"}}\n</tool_call>'
+)
+CALL_FORMS = {"chatml-tools": HERMES_CALL, "hermes-tools": HERMES_CALL}
+
+
+def test_every_shipped_template_has_a_call_form_under_test() -> None:
+    assert shipped_templates() == sorted(CALL_FORMS)  # a new template needs its row here and in
+    # tests/test_local_served.py, which has the real server parse it
+
+
+@pytest.mark.parametrize("name", sorted(CALL_FORMS))
+def test_shipped_template_states_family_and_markers_and_renders_tools_and_calls(name: str) -> None:
+    tpl = load_template(name)
     assert tpl is not None and tpl.family is not None and "ChatML" in tpl.family
+    assert tpl.markers == ("<|im_start|>", "<|im_end|>")
     check_tool_section(tpl)
+    # the form it writes for an assistant's call is the form it asks the model for
+    assert check_call_format(tpl) == CALL_FORMS[name]
+    assert '{"name": <function-name>, "arguments": <args-json-object>}' in render(
+        tpl, probe_conversation()
+    ) or '{"name": "function_name", "arguments": {"argument": "value"}}' in render(
+        tpl, probe_conversation()
+    )
     conv = probe_conversation()
     conv["messages"] += [
         {
@@ -88,6 +115,23 @@ def test_shipped_template_states_family_and_renders_tools_and_calls() -> None:
     assert '<tool_call>\n{"name": "f", "arguments": {"q": 1}}\n</tool_call>' in prompt
     assert "<tool_response>\n000001 ok\n</tool_response>" in prompt
     assert prompt.endswith("<|im_start|>assistant\n")
+
+
+def test_hermes_tools_asks_in_qwen_own_words() -> None:
+    tpl = load_template("hermes-tools")
+    assert tpl is not None
+    prompt = render(tpl, probe_conversation())
+    assert prompt.startswith(
+        "<|im_start|>system\nYou are a careful assistant.\n\n# Tools\n\nYou may call one or more "
+        "functions to assist with the user query.\n\nYou are provided with function signatures "
+        "within <tools></tools> XML tags:\n<tools>\n"
+    )
+    assert prompt.endswith(
+        "</tools>\n\nFor each function call, return a json object with function name and arguments"
+        ' within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
+        '"arguments": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nUse the tool.'
+        "<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_template_without_tool_section_is_refused_before_the_model_loads(
@@ -117,6 +161,94 @@ def test_serve_local_cli_refuses_in_one_line(tmp_path: Path, gguf: Path, no_serv
     assert unknown.exit_code == 2 and "neither a shipped template" in unknown.output
 
 
+NO_CALLS = (  # lists the tools, but an assistant's tool_calls vanish from the prompt
+    "{% if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}"
+    "<|im_end|>\n{% endif %}{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{{ m['content'] or '' }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_template_that_writes_no_call_is_refused_before_the_model_loads(
+    tmp_path: Path, gguf: Path, no_server: None
+) -> None:
+    path = tmp_path / "no-calls.jinja"
+    path.write_text(NO_CALLS, encoding="utf-8")
+    tpl = load_template(str(path))
+    assert tpl is not None
+    check_tool_section(tpl)  # the tools do reach the prompt ...
+    with pytest.raises(LocalServeError, match="writes no tool call into an assistant turn"):
+        local_server.start_local_server(gguf, template=str(path))  # ... the calls would not
+
+
+def test_embedded_on_a_gguf_without_a_template_says_the_file_has_none(
+    tmp_path: Path, no_server: None
+) -> None:
+    model = chatml_model(tmp_path / "bare.gguf", template=False)
+    result = CliRunner().invoke(app, ["serve-local", str(model), "--template", "embedded"])
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(
+        "error: --template embedded: bare.gguf has no chat template of its own (its GGUF metadata "
+        "has no tokenizer.chat_template)"
+    )
+    assert "the GGUF's own" not in line
+
+
+def test_a_family_template_on_a_gguf_of_another_family_warns_in_one_line(
+    tmp_path: Path, no_server: None
+) -> None:
+    warned: list[str] = []
+    with pytest.raises(AssertionError, match="would have been loaded"):
+        local_server.start_local_server(chatml_model(tmp_path / "c.gguf"), warn=warned.append)
+    assert warned == []  # a ChatML model (SmolLM2's shape) with chatml-tools: nothing to say
+    gemma = gemma_model(tmp_path / "gemma.gguf")
+    for name in shipped_templates():
+        warned.clear()
+        with pytest.raises(AssertionError, match="would have been loaded"):
+            local_server.start_local_server(gemma, template=name, warn=warned.append)
+        (line,) = warned
+        assert line.startswith(f"chat template {name} is written for ")
+        assert "gemma.gguf (general.architecture gemma3) looks like another family: its " in line
+        assert "vocabulary has no <|im_start|> or <|im_end|> token" in line
+
+
+def test_serve_local_prints_the_family_warning_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def _missing() -> Any:
+        raise MissingExtraError("serve-local needs the `local` extra")
+
+    monkeypatch.setattr(local_server, "_xllamacpp", _missing)
+    gemma = gemma_model(tmp_path / "gemma.gguf")
+    result = CliRunner().invoke(app, ["serve-local", str(gemma), "--template", "chatml-tools"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 2
+    assert lines[0].startswith("warning: chat template chatml-tools is written for ChatML models")
+    assert lines[1] == "error: serve-local needs the `local` extra"
+    # the GGUF's own template naming other markers is enough, even where the vocabulary is unknown
+    tpl = load_template("chatml-tools")
+    assert tpl is not None
+    meta = local_server.read_gguf_metadata(gemma)
+    unknown_vocabulary = type(meta)(meta.architecture, meta.name, meta.chat_template, frozenset())
+    line = family_warning(tpl, unknown_vocabulary, "gemma.gguf")
+    assert (
+        line is not None and "its own chat template writes none of <|im_start|> <|im_end|>" in line
+    )
+
+
+def test_template_file_hash_is_what_sha256sum_prints(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.jinja"
+    path.write_bytes(b"{{ tools }}\r\n")  # no newline translation between the file and its hash
+    tpl = load_template(str(path))
+    assert tpl is not None and tpl.text == "{{ tools }}\r\n"
+    assert tpl.file_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    shipped = Path(local_server.__file__).parents[1] / "data" / "templates" / "chatml-tools.jinja"
+    loaded = load_template("chatml-tools")
+    assert loaded is not None
+    assert loaded.file_sha256 == hashlib.sha256(shipped.read_bytes()).hexdigest()
+
+
 # --------------------------------------------------------------------------- a fake llama.cpp
 
 
@@ -124,31 +256,49 @@ class _FakeLlamaCpp(BaseHTTPRequestHandler):
     props: ClassVar[dict[str, Any]] = {}
     models: ClassVar[dict[str, Any]] = {}
     applied: ClassVar[str] = ""
+    template: ClassVar[ChatTemplate | None] = None  # when set, /apply-template renders with it
+    completion: ClassVar[tuple[int, Any]] = (200, {})
+    chat_format: ClassVar[str] = "peg-native"
+    completions: ClassVar[list[dict[str, Any]]] = []
 
-    def _send(self, body: Any) -> None:
+    def _send(self, body: Any, status: int = 200) -> None:
         data = json.dumps(body).encode()
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
     def do_GET(self) -> None:
-        routes = {"/props": self.props, "/v1/models": self.models, "/health": {"status": "ok"}}
+        slots = [{"id": 0, "params": {"chat_format": self.chat_format}}]
+        routes = {
+            "/props": self.props,
+            "/v1/models": self.models,
+            "/health": {"status": "ok"},
+            "/slots": slots,
+        }
         if self.path in routes:
             self._send(routes[self.path])
         else:
             self.send_error(404)
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         if self.path == "/apply-template":
-            self._send({"prompt": self.applied})
+            tpl = self.template
+            self._send({"prompt": render(tpl, body) if tpl else self.applied})
+        elif self.path == "/v1/chat/completions":
+            self.completions.append(body)
+            self._send(self.completion[1], self.completion[0])
         else:
             self.send_error(404)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+def _reply(message: dict[str, Any]) -> tuple[int, Any]:
+    return 200, {"choices": [{"index": 0, "finish_reason": "length", "message": message}]}
 
 
 def _props(model_path: str, template: str) -> dict[str, Any]:
@@ -171,7 +321,7 @@ def _models(tags: list[str]) -> dict[str, Any]:
 
 @pytest.fixture
 def fake_llamacpp(gguf: Path) -> Iterator[tuple[str, type[_FakeLlamaCpp]]]:
-    handler = type("Handler", (_FakeLlamaCpp,), {})
+    handler = type("Handler", (_FakeLlamaCpp,), {"completions": []})
     handler.props = _props(str(gguf), "{{ messages }} {{ tools }}")
     handler.models = _models(
         [
@@ -200,10 +350,73 @@ def test_server_side_template_check(fake_llamacpp: tuple[str, type[_FakeLlamaCpp
         local_server.verify_applied_template(root, "embedded (the GGUF's own)")
 
 
+def test_server_side_call_check_hands_back_the_templates_own_call(
+    fake_llamacpp: tuple[str, type[_FakeLlamaCpp]],
+) -> None:
+    root, handler = fake_llamacpp
+    handler.template = load_template("chatml-tools")
+    parsed = {"name": PROBE_TOOL, "arguments": json.dumps(PROBE_ARGUMENTS)}
+    handler.completion = _reply(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "id": "x", "function": parsed}],
+        }
+    )
+    assert local_server.verify_parsed_call(root, "chatml-tools") == "peg-native"
+    (sent,) = handler.completions
+    assert sent["max_tokens"] == 0 and sent["tools"] == probe_conversation()["tools"]
+    assert sent["messages"][-1] == {"role": "assistant", "content": CALL_FORMS["chatml-tools"]}
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        (_reply({"role": "assistant", "content": "<tool_call>..."}), "HTTP 200, chat format "),
+        (
+            (500, {"error": {"code": 500, "message": "does not match the expected peg-native"}}),
+            "HTTP 500, chat format Content-only; it answered an error (does not match the ",
+        ),
+    ],
+    ids=["left-as-text", "server-error"],
+)
+def test_server_side_call_check_refuses_calls_the_server_does_not_parse(
+    fake_llamacpp: tuple[str, type[_FakeLlamaCpp]], answer: tuple[int, Any], says: str
+) -> None:
+    root, handler = fake_llamacpp
+    handler.template = load_template("hermes-tools")
+    handler.completion = answer
+    handler.chat_format = "Content-only" if answer[0] == 500 else "peg-native"
+    with pytest.raises(LocalServeError) as refused:
+        local_server.verify_parsed_call(root, "hermes-tools")
+    text = str(refused.value)
+    assert text.startswith(
+        "chat template hermes-tools: llama.cpp does not parse the template's own tool-call text "
+        "back into that call"
+    )
+    assert says in text and "every call the model makes would arrive as text" in text
+
+
+def test_server_side_call_check_refuses_a_server_template_that_writes_no_call(
+    tmp_path: Path, fake_llamacpp: tuple[str, type[_FakeLlamaCpp]]
+) -> None:
+    root, handler = fake_llamacpp
+    path = tmp_path / "no-calls.jinja"
+    path.write_text(NO_CALLS, encoding="utf-8")
+    handler.template = load_template(str(path))
+    with pytest.raises(LocalServeError, match="/apply-template writes no tool call"):
+        local_server.verify_parsed_call(root, "embedded (the GGUF's own)")
+    assert handler.completions == []  # refused before any completion is asked for
+
+
 def test_props_provenance_reaches_the_card(
     tmp_path: Path, gguf: Path, fake_llamacpp: tuple[str, type[_FakeLlamaCpp]]
 ) -> None:
-    root, _ = fake_llamacpp
+    root, handler = fake_llamacpp
+    file_text = "{{ messages }} {{ tools }}\n"
+    file_sha = hashlib.sha256(file_text.encode()).hexdigest()  # what sha256sum of the file prints
+    handler.props = _props(str(gguf), file_text.removesuffix("\n"))  # as llama.cpp reports it
+    handler.models["data"][0]["tags"].append(f"poisson-tasks.template-file-sha256={file_sha}")
     sha = hashlib.sha256(gguf.read_bytes()).hexdigest()
     serving_decl = Serving(provider="llamacpp", model="tiny", base_url=f"{root}/v1")
     serving = asyncio.run(serving_details(serving_decl, f"{root}/v1", None))
@@ -211,6 +424,7 @@ def test_props_provenance_reaches_the_card(
     assert facts["model_sha256"] == sha and facts["model_bytes"] == gguf.stat().st_size
     assert facts["threads"] == 1 and facts["n_ctx"] == 4096 and facts["quantization"] == "Q4_1"
     assert facts["template_sha256"] == hashlib.sha256(b"{{ messages }} {{ tools }}").hexdigest()
+    assert facts["template_file_sha256"] == file_sha != facts["template_sha256"]
     assert serving["weights_revision"] == f"sha256:{sha}"
 
     arms = ["depth:d1", "depth:d2"]
@@ -233,7 +447,12 @@ def test_props_provenance_reaches_the_card(
     )
     assert f"- model file: {gguf.name}, {gguf.stat().st_size:,} bytes, quantisation Q4_1" in text
     assert f"- model file sha256: `{sha}` (computed by the runner from the served file)" in text
-    assert f"chat template: chatml-tools, sha256 `{facts['template_sha256']}`" in text
+    assert (
+        f"- chat template: chatml-tools (lists tools); file sha256 `{file_sha}` (`sha256sum` of the "
+        f"template file); served sha256 `{facts['template_sha256']}` (of /props `chat_template`: "
+        "`curl -s HOST/props | jq -j .chat_template | sha256sum`, the file less one trailing "
+        "newline if it ends in one)"
+    ) in text
     assert json.loads(card_json(artifact))["provenance"]["serving"]["llamacpp"]["threads"] == 1
 
 
@@ -251,6 +470,30 @@ def test_remote_server_file_is_not_hashed(gguf: Path) -> None:
     assert facts.model_sha256 is None and facts.model_file == gguf.name
     assert facts.sha256_from == "not recorded: the server is not on this machine"
     assert facts.threads is None and facts.template is None
+
+
+def test_a_relative_model_path_is_not_hashed_from_where_the_runner_is(
+    gguf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the server reports a path relative to its own working directory; a file of that name where
+    # the runner happens to be is not evidence that it is the served one
+    monkeypatch.chdir(gguf.parent)
+    facts = llamacpp_facts(_props(gguf.name, "t"), _models([]), "http://127.0.0.1:8080/v1")
+    assert facts.model_sha256 is None and facts.model_bytes is None
+    assert facts.sha256_from.startswith(
+        f"not recorded: the server reports a path relative to its own working directory "
+        f"({gguf.name})"
+    )
+    absolute = llamacpp_facts(_props(str(gguf), "t"), _models([]), "http://127.0.0.1:8080/v1")
+    assert absolute.model_sha256 == hashlib.sha256(gguf.read_bytes()).hexdigest()
+    gone = llamacpp_facts(_props("/no/such/m.gguf", "t"), _models([]), "http://127.0.0.1:1/v1")
+    assert gone.sha256_from == "not recorded: /no/such/m.gguf is not a file on this machine"
+
+
+def test_a_template_file_hash_tag_that_is_not_a_sha256_is_not_recorded(gguf: Path) -> None:
+    tags = ["poisson-tasks.template-file-sha256=not-a-hash"]
+    facts = llamacpp_facts(_props(str(gguf), "t"), _models(tags), "http://10.1.2.3:8080/v1")
+    assert facts.template_file_sha256 is None
 
 
 # --------------------------------------------------------------------------- llama.cpp's 500

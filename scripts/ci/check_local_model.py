@@ -3,17 +3,20 @@
 usage: python scripts/ci/check_local_model.py OUT_DIR
 
 OUT_DIR holds what scripts/ci/local-model kept: run/ (run.json, episodes.jsonl), card.rc and
-card.err (the `card` command's exit status and stderr), card.md when a card was made, and
-server.log (llama.cpp's own log). Prints one line per check and exits 1 when any fails.
+card.err (the `card` command's exit status and stderr), card.md when a card was made, serve.out
+(serve-local's announcement) and server.log (llama.cpp's own log). Prints one line per check and
+exits 1 when any fails.
 
 - no instrument failures, and every outcome in the closed vocabulary (verifier.OUTCOMES);
 - the card's verdict is the one the rules give: a cell with more than thresholds.no_call_max of
   its scored episodes without a tool call means the no-call refusal (exit 1 and its line), else a
   card (exit 0) that says "self-served";
 - the llama.cpp provenance the runner measured is all there (build, model file, size, sha256,
-  quantisation, n_ctx, threads, chat template sha256);
-- the runner's requests (every response plus every retried attempt) equal the completion requests
-  the server logged (one `launch_slot_` line each).
+  quantisation, n_ctx, threads, the chat template's served and file sha256);
+- serve-local announced that llama.cpp parses the template's tool calls (its start-up check);
+- the runner's requests (every response plus every retried attempt), plus serve-local's own
+  start-up check (local.server.STARTUP_REQUESTS), equal the completion requests the server logged
+  (one `launch_slot_` line each).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from poisson_tasks.local.server import STARTUP_REQUESTS
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES
 
 FACTS = (
@@ -35,7 +39,9 @@ FACTS = (
     "n_ctx",
     "threads",
     "template_sha256",
+    "template_file_sha256",
 )
+PARSED = "tool calls parsed by llama.cpp, chat format peg-native"
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -82,9 +88,18 @@ def check(out: Path) -> list[tuple[bool, str]]:
         (not missing, f"llama.cpp provenance fields present (missing: {missing or 'none'})")
     )
 
+    announced = (out / "serve.out").read_text(encoding="utf-8")
+    results.append((PARSED in announced, f"serve-local announced: {PARSED}"))
+
     runner = sum(len(e["transcript"]["responses"]) + e["transcript"]["retries"] for e in episodes)
     logged = sum("launch_slot_" in t for t in (out / "server.log").read_text().splitlines())
-    results.append((runner == logged, f"runner requests {runner}, server log {logged}"))
+    results.append(
+        (
+            runner + STARTUP_REQUESTS == logged,
+            f"runner requests {runner} + serve-local's start-up check {STARTUP_REQUESTS}, "
+            f"server log {logged}",
+        )
+    )
     return results
 
 

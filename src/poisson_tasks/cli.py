@@ -14,6 +14,7 @@ from typer.exceptions import TyperException
 
 from poisson_tasks import stopping
 from poisson_tasks.errors import PoissonError, PreregistrationError
+from poisson_tasks.local import defaults as local_defaults
 
 if TYPE_CHECKING:
     from poisson_tasks.calibration import Artifact
@@ -198,16 +199,23 @@ def serve_reference(
 @exits
 def serve_local(
     model: Annotated[Path, typer.Argument(help="A GGUF model file.")],
-    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1; 0 picks a free one.")] = 0,
-    threads: Annotated[int, typer.Option("--threads", help="CPU threads for the model.")] = 1,
-    ctx: Annotated[int, typer.Option("--ctx", help="Context size in tokens (n_ctx).")] = 8192,
+    port: Annotated[
+        int, typer.Option("--port", help="Port on 127.0.0.1; 0 picks a free one.")
+    ] = local_defaults.PORT,
+    threads: Annotated[
+        int, typer.Option("--threads", help="CPU threads for the model.")
+    ] = local_defaults.THREADS,
+    ctx: Annotated[
+        int, typer.Option("--ctx", help="Context size in tokens (n_ctx).")
+    ] = local_defaults.N_CTX,
     template: Annotated[
         str,
         typer.Option(
             "--template",
-            help="A shipped chat template (chatml-tools), a Jinja file, or `embedded` (the GGUF's).",
+            help=f"A shipped chat template ({', '.join(local_defaults.shipped_templates())}), a "
+            f"Jinja file, or `{local_defaults.EMBEDDED}` (the GGUF's).",
         ),
-    ] = "chatml-tools",
+    ] = local_defaults.TEMPLATE,
     alias: Annotated[
         str | None,
         typer.Option("--alias", help="The model id it serves (default: the file name less .gguf)."),
@@ -215,8 +223,9 @@ def serve_local(
 ) -> None:
     """Serve a GGUF with llama.cpp (the `local` extra) on loopback, with a tool-calling template.
 
-    A template that renders no tool section is refused before the model loads, and again through
-    the server's own /apply-template. Prints the base URL; Ctrl-C or SIGTERM stops it.
+    A template that renders no tool section, or writes no tool call llama.cpp can parse back, is
+    refused (before the model loads, and again through the server). Prints the base URL; Ctrl-C or
+    SIGTERM stops it.
     """
     from poisson_tasks.local.server import LocalServer
     from poisson_tasks.local.server import serve_local as serve
@@ -226,7 +235,8 @@ def serve_local(
         what = f"{tpl.name} ({tpl.family or 'family not stated'})" if tpl else "embedded"
         typer.echo(
             f"serving {server.alias} at {server.base_url} (llama.cpp, {server.threads} thread(s), n_ctx "
-            f"{server.n_ctx}, template {what}); Ctrl-C stops"
+            f"{server.n_ctx}, template {what}; tool calls parsed by llama.cpp, chat format "
+            f"{server.chat_format or 'not reported'}); Ctrl-C stops"
         )
 
     serve(
@@ -237,6 +247,7 @@ def serve_local(
         template=template,
         alias=alias,
         announce=_announce,
+        warn=lambda line: typer.echo(f"warning: {line}", err=True),
     )
 
 

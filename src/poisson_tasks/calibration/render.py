@@ -530,10 +530,30 @@ def _llamacpp_lines(facts: LlamaCppFacts) -> list[str]:
         f"quantisation {facts.quantization or NOT_RECORDED}, "
         f"{_count(facts.parameters, 'parameters')}",
         f"- model file sha256: {sha} ({facts.sha256_from})",
-        f"- chat template: {facts.template or NOT_RECORDED}, sha256 "
-        + (f"`{facts.template_sha256}`" if facts.template_sha256 else NOT_RECORDED)
-        + f" ({tools[facts.template_tools]})",
+        _template_line(facts, tools[facts.template_tools]),
     ]
+
+
+def _template_line(facts: LlamaCppFacts, tools: str) -> str:
+    """The chat template's name and its two hashes, each with how a reader reproduces it."""
+    file = (
+        f"file sha256 `{facts.template_file_sha256}` (`sha256sum` of the template file); "
+        if facts.template_file_sha256
+        else ""
+    )
+    served = (
+        f"served sha256 `{facts.template_sha256}` (of /props `chat_template`: `curl -s "
+        "HOST/props | jq -j .chat_template | sha256sum`"
+        + (
+            ", the file less one trailing newline if it ends in one"
+            if facts.template_file_sha256
+            else ""
+        )
+        + ")"
+        if facts.template_sha256
+        else f"served sha256 {NOT_RECORDED}"
+    )
+    return f"- chat template: {facts.template or NOT_RECORDED} ({tools}); {file}{served}"
 
 
 def _serving_lines(provenance: Provenance) -> list[str]:

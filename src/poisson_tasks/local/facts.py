@@ -2,16 +2,23 @@
 
 Read from the server's `GET /props` (build, model path, quantisation, context size, chat template,
 template capabilities) and `GET /v1/models` (parameters, and the tags `serve-local` sets: threads,
-template name, xllamacpp version). The model file's sha256 is computed by the runner when the file
-is on this machine (the server is on loopback and the path it reports exists here); llama.cpp does
-not report one, so for a remote server it is not recorded. Nothing here is taken from the
+template name and its file's sha256, xllamacpp version). The model file's sha256 is computed by the
+runner when the file is on this machine: the server is on loopback and reports an absolute path
+that exists here (serve-local hands llama.cpp an absolute path; a relative one is relative to the
+server's own working directory, which the runner cannot know). llama.cpp does not report a hash,
+so otherwise it is not recorded, with the reason. Nothing here is taken from the
 pre-registration: a declared revision is compared with the measured hash, never copied.
+
+Two template hashes, because they differ: `template_sha256` is of the text llama.cpp reports at
+/props (its template engine drops one trailing newline of the file), `template_file_sha256` of the
+file serve-local loaded, what `sha256sum FILE` prints.
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +26,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 TAG_PREFIX = "poisson-tasks."
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
 
 
@@ -40,6 +48,7 @@ class LlamaCppFacts(BaseModel):
     threads: int | None = None
     template: str | None = None
     template_sha256: str | None = None
+    template_file_sha256: str | None = None
     template_tools: bool | None = None
     started_by: str | None = None
 
@@ -68,6 +77,11 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _hex64(value: str | None) -> str | None:
+    """A sha256 in hex as a tag carries it; anything else is not a hash and is not recorded."""
+    return value if value is not None and _SHA256.fullmatch(value) else None
+
+
 def _tags(models: Any) -> dict[str, str]:
     """serve-local's `poisson-tasks.<key>=<value>` tags on the served model, as a mapping."""
     data = models.get("data") if isinstance(models, dict) else None
@@ -88,6 +102,25 @@ def _meta(models: Any) -> dict[str, Any]:
     return {}
 
 
+def _model_hash(path_text: str | None, base_url: str) -> tuple[int | None, str | None, str]:
+    """The served file's size and sha256 when the runner can read that very file, and why not."""
+    if path_text is None:
+        return None, None, "not recorded: the server reports no model path"
+    if not is_loopback(base_url):
+        return None, None, "not recorded: the server is not on this machine"
+    if not (PurePosixPath(path_text).is_absolute() or PureWindowsPath(path_text).is_absolute()):
+        return (
+            None,
+            None,
+            f"not recorded: the server reports a path relative to its own working directory "
+            f"({path_text}), which the runner cannot know; start it with an absolute model path",
+        )
+    local = Path(path_text)
+    if not local.is_file():
+        return None, None, f"not recorded: {path_text} is not a file on this machine"
+    return local.stat().st_size, file_sha256(local), "computed by the runner from the served file"
+
+
 def llamacpp_facts(props: dict[str, Any], models: Any, base_url: str) -> LlamaCppFacts:
     """The facts a run records from a llama.cpp server's /props and /v1/models answers."""
     tags = _tags(models)
@@ -98,17 +131,7 @@ def llamacpp_facts(props: dict[str, Any], models: Any, base_url: str) -> LlamaCp
     if path_text is not None:
         win = PureWindowsPath(path_text).name
         name = win if "\\" in path_text else PurePosixPath(path_text).name
-    size: int | None = None
-    sha: str | None = None
-    sha_from = "not recorded: llama.cpp reports no hash"
-    if path_text is not None and is_loopback(base_url):
-        local = Path(path_text)
-        if local.is_file():
-            size = local.stat().st_size
-            sha = file_sha256(local)
-            sha_from = "computed by the runner from the served file"
-    elif path_text is not None:
-        sha_from = "not recorded: the server is not on this machine"
+    size, sha, sha_from = _model_hash(path_text, base_url)
     gen = props.get("default_generation_settings")
     n_ctx = _int(gen.get("n_ctx")) if isinstance(gen, dict) else None
     template = props.get("chat_template")
@@ -131,6 +154,7 @@ def llamacpp_facts(props: dict[str, Any], models: Any, base_url: str) -> LlamaCp
         template_sha256=hashlib.sha256(template.encode("utf-8")).hexdigest()
         if isinstance(template, str)
         else None,
+        template_file_sha256=_hex64(tags.get("template-file-sha256")),
         template_tools=caps.get("supports_tools")
         if isinstance(caps, dict) and isinstance(caps.get("supports_tools"), bool)
         else None,

@@ -1,12 +1,23 @@
 """serve-local: llama.cpp's own HTTP server (through xllamacpp) for one GGUF file, on loopback.
 
-Order of work: check the model file, load the chat template and refuse one without a tool section
-(before the model loads), start the server (model load), wait for `/health`, ask the server to
-render the probe conversation (`/apply-template`) and refuse if the tool is not in it, then print
-the base URL and serve until SIGINT or SIGTERM. The server is llama.cpp's: `/health`,
-`/v1/models`, `/v1/chat/completions` with `tools`, `/props` (on, so a run can record what is
-served) and `/apply-template`. Its log (llama.cpp's, on stderr) has one `launch_slot_` line per
-completion request it processes.
+Order of work, each refusal before the next step costs anything:
+
+1. before the model loads: check the file; load the chat template and refuse one that renders no
+   tool section or writes no tool call into an assistant turn; read the GGUF's metadata
+   (local.gguf) and refuse `embedded` when the GGUF has no template, or warn in one line when it
+   names another family than the template is written for;
+2. start the server (model load; the absolute path, so the path /props reports names the file
+   wherever a runner starts) and wait for `/health`;
+3. through the server: render the probe conversation (`/apply-template`) and refuse if the tool is
+   not in it; then hand it the template's own text for one probe call as a finished reply
+   (verify_parsed_call: STARTUP_REQUESTS completion request, no token generated) and refuse unless
+   llama.cpp parses it back into that tool call, reading the chat format it reports (`/slots`);
+4. print the base URL and serve until SIGINT or SIGTERM.
+
+The server is llama.cpp's: `/health`, `/v1/models`, `/v1/chat/completions` with `tools`, `/props`
+(on, so a run can record what is served), `/slots` and `/apply-template`. Its log (llama.cpp's, on
+stderr) has one `launch_slot_` line per completion request it processes, serve-local's own check
+included.
 """
 
 from __future__ import annotations
@@ -25,17 +36,35 @@ from types import FrameType
 from typing import Any
 
 from poisson_tasks.errors import LocalServeError, MissingExtraError
+from poisson_tasks.local.defaults import (
+    EMBEDDED,
+    N_CTX,
+    PORT,
+    TEMPLATE,
+    THREADS,
+    shipped_templates,
+)
 from poisson_tasks.local.facts import TAG_PREFIX
+from poisson_tasks.local.gguf import read_gguf_metadata
 from poisson_tasks.local.templates import (
+    PROBE_ARGUMENTS,
+    PROBE_TOOL,
     ChatTemplate,
+    call_conversations,
+    call_text,
     check_applied,
+    check_call_format,
     check_tool_section,
+    family_warning,
     load_template,
+    no_call_format,
     probe_conversation,
 )
 
 HOST = "127.0.0.1"
+STARTUP_REQUESTS = 1  # completion requests serve-local itself sends (verify_parsed_call)
 _HEALTH_WAIT_S = 120.0
+_PARSE_WAIT_S = 600.0  # one prompt of a few hundred tokens, on the slowest CPU a model may use
 
 
 @dataclass(slots=True)
@@ -48,6 +77,7 @@ class LocalServer:
     template: ChatTemplate | None
     threads: int
     n_ctx: int
+    chat_format: str | None
     handle: Any
 
     def close(self) -> None:
@@ -60,6 +90,17 @@ def _request(url: str, body: dict[str, Any] | None = None, timeout: float = 30.0
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=timeout) as resp:  # loopback only
         return json.loads(resp.read())
+
+
+def _answer(url: str, body: dict[str, Any], timeout: float) -> tuple[int, Any]:
+    """POST and return (HTTP status, JSON body), an error status included; raise when no answer."""
+    try:
+        return 200, _request(url, body, timeout)
+    except urllib.error.HTTPError as exc:
+        try:
+            return exc.code, json.loads(exc.read())
+        except ValueError:
+            return exc.code, None
 
 
 def wait_healthy(root: str, timeout_s: float = _HEALTH_WAIT_S) -> None:
@@ -76,14 +117,94 @@ def wait_healthy(root: str, timeout_s: float = _HEALTH_WAIT_S) -> None:
     raise LocalServeError(f"{root}/health did not answer ok within {timeout_s:g} s ({last})")
 
 
-def verify_applied_template(root: str, name: str) -> None:
-    """Ask the server to render the probe conversation and refuse when the tool is not in it."""
+def _applied(root: str, conversation: dict[str, Any]) -> str:
+    """The prompt the server's own template engine makes for a conversation (/apply-template)."""
     try:
-        answer = _request(f"{root}/apply-template", probe_conversation())
+        answer = _request(f"{root}/apply-template", conversation)
     except (OSError, urllib.error.URLError, ValueError) as exc:
         raise LocalServeError(f"{root}/apply-template did not answer ({exc})") from None
     prompt = answer.get("prompt") if isinstance(answer, dict) else None
-    check_applied(prompt if isinstance(prompt, str) else "", name)
+    return prompt if isinstance(prompt, str) else ""
+
+
+def verify_applied_template(root: str, name: str) -> None:
+    """Ask the server to render the probe conversation and refuse when the tool is not in it."""
+    check_applied(_applied(root, probe_conversation()), name)
+
+
+def _parsed_calls(answer: Any) -> list[tuple[str, Any]] | str:
+    """The (name, arguments) of each tool call in a chat answer, or what it held instead."""
+    try:
+        message = answer["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        error = answer.get("error") if isinstance(answer, dict) else None
+        text = error.get("message") if isinstance(error, dict) else None
+        return f"an error ({str(text or answer)[:160]})"
+    if not isinstance(message, dict):
+        return f"no message ({str(answer)[:160]})"
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list) or not calls:
+        return f"the text {str(message.get('content') or '')[:80]!r} and no tool call"
+    out: list[tuple[str, Any]] = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        function = function if isinstance(function, dict) else {}
+        try:
+            arguments = json.loads(function.get("arguments") or "null")
+        except (TypeError, ValueError):
+            arguments = function.get("arguments")
+        out.append((str(function.get("name")), arguments))
+    return out
+
+
+def chat_format(root: str) -> str | None:
+    """The chat format llama.cpp chose for the last request, as GET /slots reports it."""
+    try:
+        slots = _request(f"{root}/slots", timeout=10.0)
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+    first = slots[0] if isinstance(slots, list) and slots else None
+    params = first.get("params") if isinstance(first, dict) else None
+    value = params.get("chat_format") if isinstance(params, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def verify_parsed_call(root: str, name: str) -> str | None:
+    """Refuse unless llama.cpp parses the template's own text for one tool call into that call.
+
+    The text is what the server's template writes for the probe call in an assistant turn (the
+    form llama.cpp learns its parser from). It goes back as a finished assistant reply with
+    `max_tokens` 0: the server reads it as the start of its reply, generates nothing, and parses
+    it with the parser it built for this template and these tools. Returns the chat format the
+    server reports for that request. (A study's first prompt shares only the template's opening
+    tokens with it, all llama.cpp can reuse from its cache.)
+    """
+    replied, called = call_conversations()
+    prompts = [_applied(root, c) for c in (probe_conversation(), replied, called)]
+    text = call_text(*prompts)
+    if text is None:
+        raise no_call_format("the server's /apply-template", name)
+    conversation = probe_conversation()
+    conversation["messages"].append({"role": "assistant", "content": text})
+    body = {**conversation, "max_tokens": 0, "temperature": 0.0}
+    try:
+        status, answer = _answer(f"{root}/v1/chat/completions", body, _PARSE_WAIT_S)
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        raise LocalServeError(
+            f"{root}/v1/chat/completions did not answer the tool-call check ({exc})"
+        ) from None
+    found = chat_format(root)
+    calls = _parsed_calls(answer)
+    if calls != [(PROBE_TOOL, PROBE_ARGUMENTS)]:
+        held = calls if isinstance(calls, str) else f"{len(calls)} other tool call(s) {calls!r}"
+        raise LocalServeError(
+            f"chat template {name}: llama.cpp does not parse the template's own tool-call text "
+            f"back into that call (HTTP {status}, chat format {found or 'not reported'}; it "
+            f"answered {held}), so every call the model makes would arrive as text; use "
+            f"--template {' or '.join(shipped_templates())} or a template whose calls llama.cpp "
+            "reads"
+        )
+    return found
 
 
 def _xllamacpp() -> Any:
@@ -96,16 +217,31 @@ def _xllamacpp() -> Any:
     return xllamacpp
 
 
+def _refuse_embedded_without_template(model: Path, has_template: bool) -> None:
+    if not has_template:
+        raise LocalServeError(
+            f"--template {EMBEDDED}: {model.name} has no chat template of its own (its GGUF "
+            "metadata has no tokenizer.chat_template), so llama.cpp would fall back to its "
+            "built-in ChatML template, which lists no tools; give --template "
+            f"{' or '.join(shipped_templates())} or a template file"
+        )
+
+
 def start_local_server(
     model: Path,
     *,
-    port: int = 0,
-    threads: int = 1,
-    ctx: int = 8192,
-    template: str = "chatml-tools",
+    port: int = PORT,
+    threads: int = THREADS,
+    ctx: int = N_CTX,
+    template: str = TEMPLATE,
     alias: str | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> LocalServer:
-    """Check, start and verify a llama.cpp server for `model`; raise LocalServeError if refused."""
+    """Check, start and verify a llama.cpp server for `model`; raise LocalServeError if refused.
+
+    `warn` receives the one line of a warning that does not refuse (a template written for another
+    family than the GGUF names).
+    """
     if not model.is_file():
         raise LocalServeError(f"{model}: no such model file; give the path of a .gguf file")
     if threads < 1 or ctx < 256 or not 0 <= port <= 65535:
@@ -114,27 +250,38 @@ def start_local_server(
             "a port in 0-65535 (0 picks a free one)"
         )
     chat = load_template(template)
-    if chat is not None:
-        check_tool_section(chat)  # before the model loads
+    if chat is not None:  # before the GGUF is read, and before the model loads
+        check_tool_section(chat)
+        check_call_format(chat)
+    meta = read_gguf_metadata(model)
+    if chat is None:
+        _refuse_embedded_without_template(model, meta.chat_template is not None)
+    else:
+        line = family_warning(chat, meta, model.name)
+        if line is not None and warn is not None:
+            warn(line)
     xllamacpp = _xllamacpp()
     name = alias or model.name.removesuffix(".gguf")
     params = xllamacpp.CommonParams()
-    params.model.path = str(model)
+    params.model.path = str(model.resolve())  # /props reports it: absolute, wherever a runner is
     params.hostnames = [HOST]
     params.port = port
     params.n_ctx = ctx
     params.n_parallel = 1
     params.use_jinja = True
     params.endpoint_props = True
-    if chat is not None:
-        params.chat_template = chat.text
-    params.model_alias = {name}
-    params.model_tags = {
+    params.endpoint_slots = True
+    tags = {
         f"{TAG_PREFIX}started-by=serve-local",
         f"{TAG_PREFIX}threads={threads}",
-        f"{TAG_PREFIX}template={chat.name if chat else 'embedded'}",
+        f"{TAG_PREFIX}template={chat.name if chat else EMBEDDED}",
         f"{TAG_PREFIX}server=xllamacpp {metadata.version('xllamacpp')}",
     }
+    if chat is not None:
+        params.chat_template = chat.text
+        tags.add(f"{TAG_PREFIX}template-file-sha256={chat.file_sha256}")
+    params.model_alias = {name}
+    params.model_tags = tags
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     handle = xllamacpp.Server(params)
@@ -146,11 +293,14 @@ def start_local_server(
         template=chat,
         threads=threads,
         n_ctx=ctx,
+        chat_format=None,
         handle=handle,
     )
+    label = chat.name if chat else f"{EMBEDDED} (the GGUF's own)"
     try:
         wait_healthy(root)
-        verify_applied_template(root, chat.name if chat else "embedded (the GGUF's own)")
+        verify_applied_template(root, label)
+        server.chat_format = verify_parsed_call(root, label)
     except BaseException:
         del handle
         server.close()
@@ -161,12 +311,13 @@ def start_local_server(
 def serve_local(
     model: Path,
     *,
-    port: int = 0,
-    threads: int = 1,
-    ctx: int = 8192,
-    template: str = "chatml-tools",
+    port: int = PORT,
+    threads: int = THREADS,
+    ctx: int = N_CTX,
+    template: str = TEMPLATE,
     alias: str | None = None,
     announce: Callable[[LocalServer], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> None:
     """Start the server and serve until SIGINT or SIGTERM, then stop it cleanly."""
     stop = threading.Event()
@@ -177,7 +328,7 @@ def serve_local(
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         server = start_local_server(
-            model, port=port, threads=threads, ctx=ctx, template=template, alias=alias
+            model, port=port, threads=threads, ctx=ctx, template=template, alias=alias, warn=warn
         )
         try:
             if announce is not None:

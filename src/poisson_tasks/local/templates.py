@@ -9,13 +9,23 @@ model can only answer in prose. So `serve-local` refuses such a template, twice:
 2. once the server is up, by asking the server itself (`POST /apply-template`) to render the same
    conversation, since llama.cpp's own Jinja engine is the one that counts.
 
-The shipped templates are this project's own files under `data/templates/`; each states the model
-family it is written for in its opening comment (`family: ...`).
+A tool section is not enough: llama.cpp learns a template's call format from how the template
+writes a tool call in an assistant turn, and parses the model's reply with what it learned. A
+template that writes no call there leaves every call the model makes as text. `call_text` finds
+the text a template writes for one probe call (the same conversation rendered with a plain reply
+and with the call, diffed), which serve-local checks before the model loads and then hands to the
+server as a reply to parse (server.verify_parsed_call).
+
+The shipped templates are this project's own files under `data/templates/`; each states in its
+opening comment the model family it is written for (`family: ...`) and the turn markers it writes
+(`markers: ...`), which serve-local looks for in the model's vocabulary (`family_warning`).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import json
 import re
 from importlib import resources
 from pathlib import Path
@@ -24,39 +34,48 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.errors import LocalServeError, MissingExtraError
+from poisson_tasks.local.defaults import EMBEDDED, TEMPLATE, TEMPLATE_SUFFIX, shipped_templates
+from poisson_tasks.local.gguf import GgufMetadata
 
-DEFAULT_TEMPLATE = "chatml-tools"
-EMBEDDED = "embedded"
 PROBE_TOOL = "poisson_probe_tool_7f3a"
+PROBE_ARGUMENTS = {"q": "probe"}
+_PROBE_REPLY = "\u2063poisson probe reply\u2063"  # invisible separators: no template writes them
 _FAMILY = re.compile(r"^\s*family:\s*(.+?)\s*$", re.MULTILINE)
+_MARKERS = re.compile(r"^\s*markers:\s*(.+?)\s*$", re.MULTILINE)
 
 
 class ChatTemplate(BaseModel):
-    """A chat template as serve-local hands it to llama.cpp: its name, stated family and text."""
+    """A chat template as serve-local hands it to llama.cpp: its name, stated family, the turn
+    markers it writes, its text, and the sha256 of the file it came from (what `sha256sum` of the
+    file prints)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     family: str | None
+    markers: tuple[str, ...]
     text: str
     source: str
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+    file_sha256: str
 
 
-def shipped_templates() -> list[str]:
-    """The names of the templates this package ships."""
-    folder = resources.files("poisson_tasks").joinpath("data", "templates")
-    return sorted(
-        p.name.removesuffix(".jinja") for p in folder.iterdir() if p.name.endswith(".jinja")
-    )
-
-
-def _family(text: str) -> str | None:
-    found = _FAMILY.search(text.split("-#}", 1)[0]) if text.lstrip().startswith("{#") else None
+def _header(pattern: re.Pattern[str], text: str) -> str | None:
+    """A `key: value` line of the template's opening comment, if it opens with one."""
+    found = pattern.search(text.split("-#}", 1)[0]) if text.lstrip().startswith("{#") else None
     return found.group(1) if found else None
+
+
+def _template(name: str, data: bytes, source: str) -> ChatTemplate:
+    text = data.decode("utf-8")  # as the file is: no newline translation, so hashes agree
+    markers = _header(_MARKERS, text)
+    return ChatTemplate(
+        name=name,
+        family=_header(_FAMILY, text),
+        markers=tuple(markers.split()) if markers else (),
+        text=text,
+        source=source,
+        file_sha256=hashlib.sha256(data).hexdigest(),
+    )
 
 
 def load_template(spec: str) -> ChatTemplate | None:
@@ -64,9 +83,8 @@ def load_template(spec: str) -> ChatTemplate | None:
     if spec == EMBEDDED:
         return None
     if spec in shipped_templates():
-        res = resources.files("poisson_tasks").joinpath("data", "templates", f"{spec}.jinja")
-        text = res.read_text(encoding="utf-8")
-        return ChatTemplate(name=spec, family=_family(text), text=text, source="shipped")
+        res = resources.files("poisson_tasks").joinpath("data", "templates", spec + TEMPLATE_SUFFIX)
+        return _template(spec, res.read_bytes(), "shipped")
     path = Path(spec)
     if not path.is_file():
         raise LocalServeError(
@@ -74,10 +92,9 @@ def load_template(spec: str) -> ChatTemplate | None:
             f"`{EMBEDDED}` (the GGUF's own) nor a readable file: give one of those"
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        return _template(path.name, path.read_bytes(), str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise LocalServeError(f"--template {path}: cannot be read as UTF-8 text ({exc})") from None
-    return ChatTemplate(name=path.name, family=_family(text), text=text, source=str(path))
 
 
 def probe_conversation() -> dict[str, Any]:
@@ -104,11 +121,72 @@ def probe_conversation() -> dict[str, Any]:
     }
 
 
+def probe_call() -> dict[str, Any]:
+    """The one tool call both call checks write: the probe tool with PROBE_ARGUMENTS."""
+    arguments = json.dumps(PROBE_ARGUMENTS)
+    return {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": PROBE_TOOL, "arguments": arguments},
+    }
+
+
+def call_conversations() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The probe conversation continued by a plain reply, and by the probe call, then a user turn.
+
+    Rendered by the same template, the two differ only where the assistant turn's body is: that
+    difference, read after the generation prompt, is the text the template writes for the call.
+    """
+    replied, called = copy.deepcopy(probe_conversation()), copy.deepcopy(probe_conversation())
+    replied["messages"].append({"role": "assistant", "content": _PROBE_REPLY})
+    called["messages"].append({"role": "assistant", "content": None, "tool_calls": [probe_call()]})
+    for conversation in (replied, called):
+        conversation["messages"].append({"role": "user", "content": "Thank you."})
+    return replied, called
+
+
+def call_text(generation: str, replied: str, called: str) -> str | None:
+    """The text a template writes for the probe call after its generation prompt, or None.
+
+    `generation` is the probe conversation rendered with the generation prompt, `replied` and
+    `called` the two conversations of call_conversations. None when the call is not written after
+    the generation prompt with the probe tool's name in it (the template writes no call, or opens
+    the assistant turn otherwise than the generation prompt does).
+    """
+    suffix = _common_suffix(replied, called)
+    body = called[: len(called) - suffix]
+    if not body.startswith(generation) or PROBE_TOOL not in body[len(generation) :]:
+        return None
+    return body[len(generation) :]
+
+
+def _common_suffix(first: str, second: str) -> int:
+    """How many characters two strings share at their ends."""
+    shared, most = 0, min(len(first), len(second))
+    while shared < most and first[-1 - shared] == second[-1 - shared]:
+        shared += 1
+    return shared
+
+
 def _no_tools(where: str, name: str) -> LocalServeError:
     return LocalServeError(
         f"chat template {name}: {where} renders no tool section (the probe tool is not in the "
         "prompt), so tools would never reach the model; use --template "
-        f"{DEFAULT_TEMPLATE} or a template that lists `tools`"
+        f"{_shipped()} or a template that lists `tools`"
+    )
+
+
+def _shipped() -> str:
+    return " or ".join(shipped_templates()) if shipped_templates() else TEMPLATE
+
+
+def no_call_format(where: str, name: str) -> LocalServeError:
+    """The refusal of a template that writes no tool call into an assistant turn."""
+    return LocalServeError(
+        f"chat template {name}: {where} writes no tool call into an assistant turn (the probe call "
+        "is not in the prompt), so llama.cpp cannot learn its call format and every call the "
+        f"model makes would arrive as text; use --template {_shipped()} or a template that "
+        "renders an assistant's `tool_calls`"
     )
 
 
@@ -145,7 +223,42 @@ def check_tool_section(template: ChatTemplate) -> None:
         raise _no_tools("it", template.name)
 
 
+def check_call_format(template: ChatTemplate) -> str:
+    """The text the template writes for the probe call; refuse a template that writes none."""
+    replied, called = call_conversations()
+    text = call_text(
+        render(template, probe_conversation()), render(template, replied), render(template, called)
+    )
+    if text is None:
+        raise no_call_format("it", template.name)
+    return text
+
+
 def check_applied(prompt: str, name: str) -> None:
     """Refuse when the server's own rendering (`/apply-template`) leaves the probe tool out."""
     if PROBE_TOOL not in prompt:
         raise _no_tools("the server's /apply-template", name)
+
+
+def family_warning(template: ChatTemplate, model: GgufMetadata, model_name: str) -> str | None:
+    """One line when the model's GGUF names another family than the template is written for.
+
+    A template's turn markers (`markers:` in its opening comment) must be tokens of the model's
+    vocabulary, and the GGUF's own chat template, when it has one, writes them too; a model that
+    lacks them would read turn markers it was never trained on. None when nothing contradicts.
+    """
+    if not template.markers:
+        return None
+    arch = f"general.architecture {model.architecture}" if model.architecture else "no architecture"
+    missing = [m for m in template.markers if m not in model.tokens]
+    if model.tokens and missing:
+        why = f"its vocabulary has no {' or '.join(missing)} token"
+    elif model.chat_template and not any(m in model.chat_template for m in template.markers):
+        why = f"its own chat template writes none of {' '.join(template.markers)}"
+    else:
+        return None
+    return (
+        f"chat template {template.name} is written for {template.family or 'another family'}, but "
+        f"{model_name} ({arch}) looks like another family: {why}; the model would read turn "
+        "markers it was not trained on (give --template embedded or a template in its own format)"
+    )
