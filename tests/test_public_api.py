@@ -62,8 +62,8 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_import_and_help_load_no_layer_below_the_cli() -> None:
-    """`import poisson_tasks` and `poisson-tasks --help` import only the package, cli, errors and
-    the stop handlers."""
+    """`import poisson_tasks` and `poisson-tasks --help` import only the package, cli, errors, the
+    stop handlers and serve-local's defaults (no third-party module beyond typer)."""
     script = (
         "import sys\n"
         "import poisson_tasks\n"
@@ -71,14 +71,18 @@ def test_import_and_help_load_no_layer_below_the_cli() -> None:
         "from poisson_tasks.cli import app\n"
         "assert CliRunner().invoke(app, ['--help']).exit_code == 0\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('poisson_tasks'))))\n"
+        "assert not {'pydantic', 'jinja2', 'xllamacpp', 'numpy'} & set(sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout.split()
-    # stopping: the signal handlers (signal and errors only), needed before anything heavy
+    # stopping: the signal handlers (signal and errors only), needed before anything heavy;
+    # local.defaults: serve-local's defaults and template names for its --help (standard library)
     assert out == [
         "poisson_tasks",
         "poisson_tasks.cli",
         "poisson_tasks.errors",
+        "poisson_tasks.local",
+        "poisson_tasks.local.defaults",
         "poisson_tasks.stopping",
     ]
