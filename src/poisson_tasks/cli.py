@@ -385,6 +385,14 @@ def run(
             help="i/n: run shard i (from 0) of n into a shard folder; `merge` puts them together.",
         ),
     ] = None,
+    accept_serving_change: Annotated[
+        bool,
+        typer.Option(
+            "--accept-serving-change",
+            help="With --resume: go on although the server is not served as in session 0 "
+            "(pin N10); the card then lists every session's serving.",
+        ),
+    ] = False,
 ) -> None:
     """Run a pre-registered study into a run folder (or one shard of it, with --shard i/n).
 
@@ -404,6 +412,10 @@ def run(
             "give a pre-registration FILE (a new run), or --resume DIR to continue a run"
         )
     part = Shard.parse(shard) if shard is not None else None
+    if accept_serving_change and resume is None:
+        raise PoissonError(
+            "--accept-serving-change goes with --resume DIR: a new run has one serving"
+        )
     if file is not None:
         plan = load_preregistration(file, base_url=base_url)
     else:
@@ -413,7 +425,12 @@ def run(
     folder = resume or out or default_run_folder(plan)
     _writing.append(folder)
     summary = run_preregistration(
-        plan, folder, resume=resume is not None, show_progress=False if quiet else None, shard=part
+        plan,
+        folder,
+        resume=resume is not None,
+        show_progress=False if quiet else None,
+        shard=part,
+        accept_serving_change=accept_serving_change,
     )
     for line in summary_lines(summary):
         typer.echo(line)

@@ -37,6 +37,7 @@ from poisson_tasks.errors import RunFolderError
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import OwnToolsRecord, RunHeader, StopReason, read_header
+from poisson_tasks.servingpin import compare_serving, session_facts
 
 ServingKind = Literal["api", "self-served", "reference", "unknown"]
 
@@ -92,7 +93,13 @@ class ServingInfo(BaseModel):
 
 
 class SessionInfo(BaseModel):
-    """One invocation of the runner on the folder, and why it stopped."""
+    """One invocation of the runner on the folder, and why it stopped.
+
+    A session served otherwise than the first on pin N10 (servingpin.compare_serving) carries its
+    own `serving`, the N10 fields that differ (`serving_differs`) and the change in words
+    (`serving_change`); a session served as the first carries none of them, so a card of one
+    serving keeps the bytes it had before sessions' servings were compared.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -103,6 +110,17 @@ class SessionInfo(BaseModel):
     episodes_written: int
     concurrency: int | None = None
     detail: str | None = None
+    serving: ServingInfo | None = None
+    serving_differs: list[str] = Field(default_factory=list)
+    serving_change: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        for key in ("serving", "serving_differs", "serving_change"):
+            if not out.get(key):
+                out.pop(key, None)
+        return out
 
 
 class Provenance(BaseModel):
@@ -148,6 +166,12 @@ class Provenance(BaseModel):
         """Why the last session stopped; None before any session."""
         return self.sessions[-1].stop_reason if self.sessions else None
 
+    @property
+    def pooled_servings(self) -> bool:
+        """Whether the figures pool several servings: a session served otherwise than the first
+        on pin N10 (resumed with --accept-serving-change)."""
+        return any(s.serving_differs for s in self.sessions)
+
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
@@ -185,8 +209,9 @@ def _server_version(serving: dict[str, Any]) -> str | None:
     return _text(version)
 
 
-def _serving(header: RunHeader) -> ServingInfo:
-    serving = header.serving
+def _serving(header: RunHeader, serving: dict[str, Any] | None = None) -> ServingInfo:
+    """The card's account of a serving: the header's (the first session's), or `serving`."""
+    serving = header.serving if serving is None else serving
     declared = _section(header.preregistration, "model", "preregistration.")
     provider = str(serving.get("provider") or declared.get("provider") or "").lower() or None
     kind = _kind(serving, provider or "")
@@ -275,6 +300,8 @@ def provenance_from_header(
     `written`, lines per session counted from the records, replaces the header's own counts (a
     killed session never wrote its count into the header)."""
     strictness = sorted({parse_arm_id(a).strictness for a in header.arms})
+    facts = session_facts(header)
+    changes = [compare_serving(facts[0], f) for f in facts] if header.sessions else []
     return Provenance(
         package_version=header.package_version,
         harness=_harness(header),
@@ -311,8 +338,17 @@ def provenance_from_header(
                 ),
                 concurrency=s.concurrency,
                 detail=s.detail,
+                **(
+                    {
+                        "serving": _serving(header, s.serving),
+                        "serving_differs": list(change.fields),
+                        "serving_change": change.describe(),
+                    }
+                    if not change.held
+                    else {}
+                ),
             )
-            for s in header.sessions
+            for s, change in zip(header.sessions, changes, strict=True)
         ],
         own_tools=header.own_tools,
     )

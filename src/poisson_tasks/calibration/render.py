@@ -22,10 +22,11 @@ from poisson_tasks.calibration.artifact import (
     ServingObserved,
 )
 from poisson_tasks.calibration.beside import short_hash
-from poisson_tasks.calibration.provenance import Provenance
+from poisson_tasks.calibration.provenance import Provenance, ServingInfo
 from poisson_tasks.hashes import describe_environment_hash
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.servingpin import N10_FIELDS
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES
 
 NOT_RECORDED = "not recorded"
@@ -581,6 +582,36 @@ def _serving_lines(provenance: Provenance) -> list[str]:
     return lines
 
 
+def _serving_summary(serving: ServingInfo) -> str:
+    """One serving in one line: kind, engine and version, revision, flags, context window."""
+    parts: list[str] = [serving.kind]
+    engine = " ".join(x for x in (serving.stack or serving.provider, serving.stack_version) if x)
+    if engine:
+        parts.append(engine)
+    parts.append(f"weights revision {serving.weights_revision or NOT_RECORDED}")
+    parts.append(f"flags {' '.join(serving.flags) if serving.flags else NOT_RECORDED}")
+    if serving.context_window is not None:
+        parts.append(f"context window {serving.context_window}")
+    if serving.policy:
+        parts.append(f"policy `{serving.policy}`")
+    return ", ".join(parts)
+
+
+def _servings_lines(provenance: Provenance) -> list[str]:
+    """Every session's serving, when the figures pool several (pin N10 did not hold)."""
+    if not provenance.pooled_servings:
+        return []
+    lines = [
+        "- servings: the figures pool several servings (pin N10 did not hold across the "
+        f"{len(provenance.sessions)} sessions); each session's:"
+    ]
+    for s in provenance.sessions:
+        served = s.serving or provenance.serving
+        change = f" (not as session #0: {s.serving_change})" if s.serving_change else ""
+        lines.append(f"  - session #{s.index}: {_serving_summary(served)}{change}")
+    return lines
+
+
 def _observed_lines(observed: ServingObserved | None) -> list[str]:
     """What the responses showed about the serving (model cards)."""
     if observed is None:
@@ -607,6 +638,32 @@ def _observed_lines(observed: ServingObserved | None) -> list[str]:
         f"- tokens estimated with the pinned tokenizer (responses without usage): "
         f"{observed.estimated_tokens:,} ({share} of all tokens)",
         f"- context overflow: {overflow}",
+    ]
+
+
+def _n10_line(provenance: Provenance) -> str:
+    held = (
+        f"held across the run's {len(provenance.sessions)} session"
+        + ("s" if len(provenance.sessions) != 1 else "")
+        if not provenance.pooled_servings
+        else "not held: "
+        + "; ".join(
+            f"session #{s.index} {s.serving_change}"
+            for s in provenance.sessions
+            if s.serving_change
+        )
+        + "; the figures pool several servings (each is listed under Provenance)"
+    )
+    return f"- N10, the serving pin ({', '.join(label for _, label in N10_FIELDS)}): {held}"
+
+
+def _pins_section(artifact: Artifact) -> list[str]:
+    """The pin rows no bundle can carry, read off the run: N10 across sessions."""
+    return [
+        "",
+        "## Pins read off the run",
+        "",
+        _n10_line(artifact.provenance),
     ]
 
 
@@ -642,6 +699,7 @@ def _provenance_section(artifact: Artifact) -> list[str]:
         f"- pre-registration hash: `{provenance.preregistration_hash}`",
         f"- records sha256: `{provenance.records_sha256}`",
         *_serving_lines(provenance),
+        *_servings_lines(provenance),
         *_observed_lines(artifact.serving_observed),
         f"- decoding: {_mapping(provenance.decoding)}",
         f"- budget: {_mapping(provenance.budget)}",
@@ -735,6 +793,7 @@ def render_document(artifact: Artifact) -> str:
         out += _knob_section(artifact, table)
     out += _controls_section(artifact)
     out += _cost_sections(artifact)
+    out += _pins_section(artifact)
     out += _provenance_section(artifact)
     out += ["", "## What this card is", "", artifact.statements.what_it_is]
     out += ["", "## What this card does not claim", ""]

@@ -217,6 +217,23 @@ def _claims(
                 ),
             )
         )
+    if provenance.pooled_servings:
+        changed = "; ".join(
+            f"session #{s.index}: {s.serving_change}"
+            for s in provenance.sessions
+            if s.serving_change
+        )
+        out.append(
+            Claim(
+                key="pooled_servings",
+                text=(
+                    "Its figures pool several servings: a resumed session was not served as the "
+                    f"first ({changed}), and the run went on with --accept-serving-change. Pin "
+                    "N10 did not hold across its sessions, so no figure here stands for one "
+                    "serving; the provenance lists every session's."
+                ),
+            )
+        )
     withheld = [c for c in cells if not c.published]
     if withheld:
         out.append(

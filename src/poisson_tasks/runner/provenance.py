@@ -33,6 +33,7 @@ from poisson_tasks.errors import EndpointError
 from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.prereg import Serving
 from poisson_tasks.runner.endpoint import redact
+from poisson_tasks.servingpin import revisions_agree
 
 _PACKAGES = (
     "openai",
@@ -159,14 +160,7 @@ def _check_revision(declared: str | None, measured: str | None, where: str) -> s
         return measured
     if measured is None:
         return f"{declared} ({NOT_VERIFIED})"
-    declared_hex, measured_hex = (
-        declared.removeprefix("sha256:").lower(),
-        measured.removeprefix("sha256:").lower(),
-    )
-    if (
-        not (measured_hex.startswith(declared_hex) or declared_hex.startswith(measured_hex))
-        or min(len(declared_hex), len(measured_hex)) < 7
-    ):
+    if not revisions_agree(declared, measured):
         raise EndpointError(
             f"model.revision is {declared!r} but {where} reports {measured!r}: the server serves "
             "other weights; fix model.revision or serve the declared revision"

@@ -3,7 +3,8 @@
 Order of work: validate, check every arm generates, check a resumed folder belongs to this study
 (writes nothing), read the API key from its variable, start the reference endpoint in-process when
 the provider is `reference` without a base_url, preflight the endpoint (reachable, key accepted,
-model served), and only then create or open the folder. Episodes run concurrently, bounded by the
+model served), refuse a resumed session served otherwise than the first (pin N10, unless
+accept_serving_change), and only then create or open the folder. Episodes run concurrently, bounded by the
 declared concurrency, arm by arm in plan order, so a stopped run leaves whole cells behind it.
 
 One writer per folder: a resume takes the folder's lock before its preflight, a new folder when it
@@ -43,7 +44,7 @@ from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.pins.plan import check_plan
 from poisson_tasks.prereg import Plan, Slot, load_preregistration
 from poisson_tasks.reference import start_reference_server
-from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, StopReason, Usage
+from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, RunHeader, StopReason, Usage
 from poisson_tasks.runner.budget import Limits
 from poisson_tasks.runner.endpoint import Counters, Endpoint, scrub
 from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
@@ -52,6 +53,7 @@ from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
 from poisson_tasks.runner.shard import Shard, budget_share, shard_record, shard_slots
 from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
+from poisson_tasks.servingpin import compare_serving, serving_facts, session_facts
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
@@ -532,13 +534,23 @@ async def run_plan(
     *,
     show_progress: bool | None = None,
     shard: Shard | None = None,
+    accept_serving_change: bool = False,
 ) -> RunSummary:
     """The async form of run_preregistration (for callers already inside an event loop)."""
     signals = _Signals()
     signals.install()
     opened: list[RunFolder] = []
     try:
-        return await _run_plan(plan, Path(out_dir), resume, show_progress, signals, opened, shard)
+        return await _run_plan(
+            plan,
+            Path(out_dir),
+            resume,
+            show_progress,
+            signals,
+            opened,
+            shard,
+            accept_serving_change,
+        )
     except asyncio.CancelledError:
         if signals.signum is None:
             raise
@@ -566,6 +578,7 @@ async def _run_plan(
     signals: _Signals,
     opened: list[RunFolder],
     shard: Shard | None = None,
+    accept_serving_change: bool = False,
 ) -> RunSummary:
     pr = plan.preregistration
     # A shard runs its own slots within its share of the study's budget (runner/shard.py).
@@ -604,6 +617,8 @@ async def _run_plan(
         serving = scrub(await serving_details(pr.model, base_url, key), key)
         if server is not None:
             serving["in_process"] = True
+        if checked is not None and not accept_serving_change:
+            check_serving_unchanged(path, checked[0], serving, plan)
         folder = (
             RunFolder.resume(path, plan, serving, checked, lock, shard=record)
             if checked is not None
@@ -727,6 +742,21 @@ def _summary(
     )
 
 
+def check_serving_unchanged(
+    path: Path, header: RunHeader, serving: dict[str, Any], plan: Plan
+) -> None:
+    """Refuse a resumed session whose serving differs from the first session's on pin N10
+    (servingpin.compare_serving), in one line naming each field; writes nothing."""
+    decoding = plan.preregistration.model_dump(mode="json")["decoding"]
+    change = compare_serving(session_facts(header)[0], serving_facts(serving, decoding))
+    if not change.held:
+        raise RunFolderError(
+            f"{path} was served otherwise in session 0 ({change.describe()}): serve the model as "
+            "session 0 was served, or pass --accept-serving-change to go on (the card then lists "
+            "every session's serving and says its figures pool several servings)"
+        )
+
+
 def run_preregistration(
     path_or_plan: str | Path | Plan,
     out_dir: str | Path,
@@ -734,16 +764,27 @@ def run_preregistration(
     *,
     show_progress: bool | None = None,
     shard: Shard | None = None,
+    accept_serving_change: bool = False,
 ) -> RunSummary:
     """Run a pre-registration (a YAML path or a validated Plan) into `out_dir`.
 
     resume=True continues the run folder at `out_dir`: the same tasks, each with its full number
     of attempts, none run twice (see runfolder.py on slots). `shard` runs only that shard's slots
-    (runner/shard.py) into a shard folder. Raises PreregistrationError, RunFolderError,
+    (runner/shard.py) into a shard folder. A resumed session served otherwise than the first (pin
+    N10) is refused unless accept_serving_change. Raises PreregistrationError, RunFolderError,
     ShardError or EndpointError with one line naming the fix; the folder is never corrupted.
     """
     plan = path_or_plan if isinstance(path_or_plan, Plan) else load_preregistration(path_or_plan)
-    return asyncio.run(run_plan(plan, out_dir, resume, show_progress=show_progress, shard=shard))
+    return asyncio.run(
+        run_plan(
+            plan,
+            out_dir,
+            resume,
+            show_progress=show_progress,
+            shard=shard,
+            accept_serving_change=accept_serving_change,
+        )
+    )
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
