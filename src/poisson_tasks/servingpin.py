@@ -116,10 +116,10 @@ def _bare_revision(value: str) -> str:
 def revisions_agree(first: str, other: str) -> bool:
     """Whether two revisions name the same weights: equal, or one a prefix of the other of at
     least seven characters (a short commit hash against the full one)."""
-    a, b = _bare_revision(first), _bare_revision(other)
-    if a == b:
+    one, two = _bare_revision(first), _bare_revision(other)
+    if one == two:
         return True
-    return min(len(a), len(b)) >= _MIN_HEX and (a.startswith(b) or b.startswith(a))
+    return min(len(one), len(two)) >= _MIN_HEX and (one.startswith(two) or two.startswith(one))
 
 
 def _text(value: Any) -> str | None:

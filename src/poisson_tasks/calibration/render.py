@@ -605,10 +605,10 @@ def _servings_lines(provenance: Provenance) -> list[str]:
         "- servings: the figures pool several servings (pin N10 did not hold across the "
         f"{len(provenance.sessions)} sessions); each session's:"
     ]
-    for s in provenance.sessions:
-        served = s.serving or provenance.serving
-        change = f" (not as session #0: {s.serving_change})" if s.serving_change else ""
-        lines.append(f"  - session #{s.index}: {_serving_summary(served)}{change}")
+    for session in provenance.sessions:
+        served = session.serving or provenance.serving
+        change = f" (not as session #0: {session.serving_change})" if session.serving_change else ""
+        lines.append(f"  - session #{session.index}: {_serving_summary(served)}{change}")
     return lines
 
 
