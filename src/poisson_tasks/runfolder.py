@@ -57,6 +57,12 @@ class Usage(BaseModel):
     an episode's tokens are prompt + cached input + completion. A response without `usage` is
     counted with the pinned tokenizer (the request as sent, the reply's text and calls), and
     estimated_tokens says how many of the episode's tokens were so counted (None: none were).
+
+    Pin N13's two figures, outside the episode's token total: first_request_tokens is the
+    episode's first request's input as the server counted it (its response's prompt_tokens,
+    cached input included; None when that response reported no usage), and
+    first_request_pinned_tokens the pinned tokenizer's count of the same request
+    (reference.wire.request_tokens; None on a line written before runs recorded it).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,6 +73,8 @@ class Usage(BaseModel):
     reasoning_tokens: int | None = None
     provider_cost_usd: float | None = None
     estimated_tokens: int | None = None
+    first_request_tokens: int | None = None
+    first_request_pinned_tokens: int | None = None
 
 
 class Timing(BaseModel):

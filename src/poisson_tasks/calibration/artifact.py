@@ -281,6 +281,44 @@ class ServingObserved(_Frozen):
     context_window: int | None
 
 
+class FirstRequestArm(_Frozen):
+    """Pin N13 on one arm: over its tasks with both counts (the first line of each), the first
+    request's input tokens as the server counted them, the pinned tokenizer's count of the same
+    request, and the server's less the pinned (medians)."""
+
+    arm_id: str
+    tasks: int
+    server_median: float | None
+    pinned_median: float | None
+    offset_median: float | None
+
+
+class FirstRequestContrast(_Frozen):
+    """Pin N13 across one contrast's arms: on each seed every arm counted, whether the server's
+    less the pinned count is the same on every arm within `band` tokens; the widest spread seen,
+    on which seed, and each arm's offset there."""
+
+    knob: str
+    arms: list[str]
+    seeds: int
+    held_seeds: int
+    held: bool | None
+    widest: int | None
+    widest_seed: int | None
+    widest_offsets: dict[str, int] = Field(default_factory=dict)
+
+
+class FirstRequestPin(_Frozen):
+    """Pin N13, realised first-request input tokens, read off the records (reported, never
+    refused). status: `measured`; `not_recorded` (the lines carry no pinned count: written before
+    runs recorded it); `no_server_count` (the server reported no usage on first requests)."""
+
+    status: Literal["measured", "not_recorded", "no_server_count"]
+    band: int
+    arms: list[FirstRequestArm] = Field(default_factory=list)
+    contrasts: list[FirstRequestContrast] = Field(default_factory=list)
+
+
 class Artifact(_Frozen):
     """A card: one model's figures per level, the comparisons, costs, provenance and texts."""
 
@@ -299,6 +337,7 @@ class Artifact(_Frozen):
     published_cards: list[str] = Field(default_factory=list)
     statements: Statements
     serving_observed: ServingObserved | None = None
+    first_request: FirstRequestPin | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from poisson_tasks.calibration.artifact import (
 )
 from poisson_tasks.calibration.comparisons import knob_table
 from poisson_tasks.calibration.figures import CellCounts, build_cell, no_call_share, totals
+from poisson_tasks.calibration.firstrequest import first_request_pin
 from poisson_tasks.calibration.manifest import published_facts
 from poisson_tasks.calibration.provenance import Provenance, provenance_from_header
 from poisson_tasks.calibration.records import EpisodeRecord, RecordStream, episode_rows
@@ -189,6 +190,7 @@ def artifact_from_tally(
         published_cards=sorted(p.name for p in published),
         statements=build_statements(kind, provenance, cells, knobs, installed, published, th),
         serving_observed=serving_observed(tally, provenance) if kind == "model" else None,
+        first_request=first_request_pin(tally, provenance.arms, provenance.seeds),
     )
 
 

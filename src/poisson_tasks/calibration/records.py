@@ -87,6 +87,8 @@ class EpisodeRow(NamedTuple):
     malformed_clause: int | None
     text_calls: int
     text_call_dialects: list[str]
+    first_request_tokens: int | None
+    first_request_pinned_tokens: int | None
 
     @property
     def tokens(self) -> int | None:
@@ -131,6 +133,8 @@ class EpisodeRecord(BaseModel):
     malformed_clause: int | None = None
     text_calls: int = 0
     text_call_dialects: list[str] = Field(default_factory=list)
+    first_request_tokens: int | None = None
+    first_request_pinned_tokens: int | None = None
 
     @property
     def tokens(self) -> int | None:
@@ -451,6 +455,8 @@ class _Plan:
             doc.get("malformed_clause"),
             doc.get("unparsed_text_calls", 0),
             _dialects(doc.get("transcript", _NOTHING)),
+            usage.get("first_request_tokens"),
+            usage.get("first_request_pinned_tokens"),
         )
 
 

@@ -16,6 +16,8 @@ from poisson_tasks.calibration.artifact import (
     Artifact,
     Cell,
     Comparison,
+    FirstRequestContrast,
+    FirstRequestPin,
     KnobTable,
     Ordering,
     RateFigure,
@@ -657,13 +659,73 @@ def _n10_line(provenance: Provenance) -> str:
     return f"- N10, the serving pin ({', '.join(label for _, label in N10_FIELDS)}): {held}"
 
 
+def _median(value: float | None) -> str:
+    return NOT_RECORDED if value is None else f"{value:,g}"
+
+
+def _offset(value: float | None) -> str:
+    return NOT_RECORDED if value is None else f"{value:+,g}"
+
+
+def _n13_contrast(contrast: FirstRequestContrast) -> str:
+    if contrast.held is None:
+        return "no seed on which every arm was counted"
+    if contrast.held:
+        return f"held on {contrast.held_seeds} of {contrast.seeds} seeds"
+    offsets = ", ".join(f"`{a}` {o:+d}" for a, o in contrast.widest_offsets.items())
+    return (
+        f"not held on {contrast.seeds - contrast.held_seeds} of {contrast.seeds} seeds: "
+        f"server less pinned spreads up to {contrast.widest} tokens across the arms "
+        f"(seed {contrast.widest_seed}: {offsets})"
+    )
+
+
+def _n13_lines(pin: FirstRequestPin | None) -> list[str]:
+    head = (
+        "- N13, realised first-request input tokens (reported, never refused): per arm, the first "
+        "request's input tokens as the server counted them beside the pinned tokenizer's count "
+        "of the same request; across a contrast's arms it holds when the server's less the "
+        f"pinned count is the same on every arm, within {pin.band if pin else 2} tokens, on "
+        "every seed"
+    )
+    if pin is None or pin.status == "not_recorded":
+        return [head + ": not recorded (this run's episode lines predate the first-request counts)"]
+    if pin.status == "no_server_count":
+        return [
+            head + ": the server reported no usage on any first request, so nothing is set "
+            "beside the pinned count"
+        ]
+    lines = [head + ":", ""]
+    lines += _table(
+        ["arm", "tasks", "server tokens", "pinned tokens", "server less pinned"],
+        [
+            [
+                f"`{a.arm_id}`",
+                str(a.tasks),
+                _median(a.server_median),
+                _median(a.pinned_median),
+                _offset(a.offset_median),
+            ]
+            for a in pin.arms
+        ],
+    )
+    if pin.contrasts:
+        lines += [""]
+        lines += _table(
+            ["contrast", "arms", "N13"],
+            [[f"`{c.knob}`", str(len(c.arms)), _n13_contrast(c)] for c in pin.contrasts],
+        )
+    return lines
+
+
 def _pins_section(artifact: Artifact) -> list[str]:
-    """The pin rows no bundle can carry, read off the run: N10 across sessions."""
+    """The pin rows no bundle can carry, read off the run: N10 across sessions, N13 per arm."""
     return [
         "",
         "## Pins read off the run",
         "",
         _n10_line(artifact.provenance),
+        *_n13_lines(artifact.first_request),
     ]
 
 

@@ -155,6 +155,9 @@ class RunTally:
         self.estimated_tokens = 0
         self.all_tokens = 0
         self.overflows: Counter[str] = Counter()
+        # pin N13: per arm, per seed, the first line's (server, pinned) first-request tokens
+        self.first_requests: dict[str, dict[int, tuple[int, int]]] = {arm: {} for arm in self.cells}
+        self.first_pinned = 0  # lines that carry the pinned count (0: the run predates it)
 
     def add(self, row: EpisodeRow) -> None:
         """Count one episode; its arm must be one of the plan's (KeyError otherwise)."""
@@ -176,6 +179,12 @@ class RunTally:
         self.all_tokens += tokens or 0
         if row.context_overflow:
             self.overflows[row.arm_id] += 1
+        pinned = row.first_request_pinned_tokens
+        if pinned is not None:
+            self.first_pinned += 1
+            server = row.first_request_tokens
+            if server is not None:
+                self.first_requests[row.arm_id].setdefault(row.seed, (server, pinned))
 
     @property
     def totals(self) -> TotalsTally:

@@ -68,6 +68,13 @@ def prompt_usage(messages: Sequence[Mapping[str, Any]], tools_json: str) -> tupl
     return head + sum(counts) + REPLY_PRIMING, cached
 
 
+def request_tokens(messages: Sequence[Mapping[str, Any]], tools: Sequence[Any]) -> int:
+    """The pinned tokenizer's count of a chat request (its messages and tool block): the rendering
+    this endpoint reports as prompt_tokens, and the count pin N13 sets a server's own beside."""
+    tools_json = orjson.dumps(list(tools), option=orjson.OPT_SORT_KEYS).decode() if tools else ""
+    return prompt_usage(messages, tools_json)[0]
+
+
 def render_reply(reply: PolicyReply) -> str:
     if reply.content is not None:
         return reply.content

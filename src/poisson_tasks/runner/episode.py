@@ -32,6 +32,7 @@ from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.errors import ArmDoesNotFit, CallFailed, ContextOverflow, UnparsedToolCall
 from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.prereg import Slot
+from poisson_tasks.reference.wire import request_tokens
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.runner.endpoint import Endpoint, ModelReply, derived_seed
 from poisson_tasks.runner.textcalls import text_call_dialect
@@ -99,6 +100,20 @@ def _uncached(usage: dict[str, Any] | None) -> int | None:
     if not isinstance(prompt, int):
         return None
     return prompt - cached if cached is not None else prompt
+
+
+def first_request(trace: Trace, tools: Sequence[Any]) -> dict[str, int | None]:
+    """Pin N13's figures for an episode: its first request's input tokens as the server counted
+    them (None when no response came or it reported no usage) and the pinned tokenizer's count
+    of the same request (its opening messages and the tool block)."""
+    first = trace.replies[0] if trace.replies else None
+    server = (
+        _field(first.usage, "prompt_tokens") if first is not None and not first.estimated else None
+    )
+    return {
+        "first_request_tokens": server if isinstance(server, int) else None,
+        "first_request_pinned_tokens": request_tokens(trace.messages[: trace.opening], tools),
+    }
 
 
 def episode_usage(replies: Sequence[ModelReply]) -> Usage:
@@ -294,7 +309,7 @@ async def run_episode(
         tool_calls=sum(len(t) for t in trace.turns),
         model_calls=len(trace.replies),
         goal_stages=list(verdict.goal_stages) if verdict is not None else [],
-        usage=episode_usage(trace.replies),
+        usage=episode_usage(trace.replies).model_copy(update=first_request(trace, bundle.tools)),
         timing=Timing(
             episode_s=episode_s,
             model_s=trace.model_s,
