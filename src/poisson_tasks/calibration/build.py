@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from poisson_tasks.arms import KNOBS, parse_arm_id
 from poisson_tasks.calibration.artifact import (
@@ -43,6 +44,7 @@ from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import RunHeader, read_header
 
 __all__ = [
+    "LineObserver",
     "artifact_from_run",
     "artifact_from_tally",
     "build_artifact",
@@ -211,14 +213,31 @@ def serving_observed(tally: RunTally, provenance: Provenance) -> ServingObserved
     )
 
 
-def _tallied(folder: Path) -> tuple[RunTally, RunHeader, RecordStream]:
+# Called with (line number, the line's fields) for every episode line as the card's one pass
+# reads it: how a reader that also needs the transcripts (poisson-tasks view) shares the pass.
+LineObserver = Callable[[int, Mapping[str, Any]], None]
+
+
+def _observed(
+    stream: RecordStream, observe: LineObserver
+) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    for number, doc in stream:
+        observe(number, doc)
+        yield number, doc
+
+
+def _tallied(
+    folder: Path, observe: LineObserver | None = None
+) -> tuple[RunTally, RunHeader, RecordStream]:
     """One streamed pass over a run folder: every episode line read, checked against the
-    header's plan and counted, the lines hashed on the way; no episode is kept."""
+    header's plan and counted, the lines hashed on the way; no episode is kept (`observe` sees
+    each line's fields before it is checked)."""
     header = read_header(folder)
     stream = RecordStream(folder)
     tally = RunTally(header.arms, header.seeds, header.attempts)
     add = tally.add
-    for row in episode_rows(stream, header):
+    lines = stream if observe is None else _observed(stream, observe)
+    for row in episode_rows(lines, header):
         add(row)
     return tally, header, stream
 
@@ -247,11 +266,12 @@ def card_from_run(
     *,
     installed_generator_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
+    observe: LineObserver | None = None,
 ) -> Artifact:
     """artifact_from_run, refusing a folder with no scored episode (a run stopped before its
     first, or only instrument failures) with CardRefusal: a card of nothing but "n/a" would read
-    as a result."""
-    tally, header, stream = _tallied(Path(folder))
+    as a result. `observe`, when given, is called with each episode line as the pass reads it."""
+    tally, header, stream = _tallied(Path(folder), observe)
     if not tally.scored:
         raise CardRefusal(
             f"{folder} holds no scored episode yet ({tally.totals.episodes} instrument failures): "
