@@ -159,6 +159,31 @@ def knobs(
     typer.echo(render_knobs(knob))
 
 
+@app.command()
+@exits
+def view(
+    target: Annotated[
+        Path | None, typer.Argument(help="A run folder (run.json + episodes.jsonl).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="The HTML file to write, e.g. report.html.")
+    ] = None,
+    published: Annotated[
+        str | None,
+        typer.Option("--published", help="A published card's name, e.g. reference-noisy."),
+    ] = None,
+) -> None:
+    """Write a card as one self-contained HTML page; every cell opens its episodes."""
+    from poisson_tasks.view import write_view
+
+    if out is None:
+        raise PoissonError("--out is required: the HTML file to write, e.g. --out report.html")
+    report = write_view(out, target, published)
+    typer.echo(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
+    for line in ([report.refusal] if report.refusal else []) + report.task_problems[:5]:
+        typer.echo(f"note: {line}", err=True)
+
+
 @app.command("serve-reference")
 @exits
 def serve_reference(

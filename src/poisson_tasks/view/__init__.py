@@ -1,0 +1,56 @@
+"""`poisson-tasks view`: a card as one self-contained HTML page, every cell opening its episodes.
+
+write_view(target, out) reads a run folder (or a published card) in the card's one pass, keeps
+its episodes, regenerates its tasks, and writes one HTML file that needs nothing else: no network,
+no other file. See docs/view.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from poisson_tasks.errors import OutputError
+from poisson_tasks.files import atomic_write, os_problem
+from poisson_tasks.view.gather import Collected, collect, resolve_target
+from poisson_tasks.view.page import render_page
+
+__all__ = ["ViewReport", "build_view", "write_view"]
+
+
+@dataclass(frozen=True)
+class ViewReport:
+    """What was written: the file, its size, and what the page says about the run."""
+
+    path: Path
+    size: int
+    episodes: int
+    refusal: str | None
+    task_problems: list[str]
+
+
+def build_view(target: Path | None = None, published: str | None = None) -> tuple[Collected, bytes]:
+    """The report's contents and its bytes, for a run folder or a published card's name."""
+    folder, title = resolve_target(target, published)
+    collected = collect(folder, title, published=published is not None)
+    return collected, render_page(collected)
+
+
+def write_view(out: Path, target: Path | None = None, published: str | None = None) -> ViewReport:
+    """Write the report to `out` atomically (a kill or a full disk leaves the old file or none)."""
+    if out.exists() and out.is_dir():
+        raise OutputError(f"--out {out} is a folder: give the HTML file to write, e.g. report.html")
+    if not out.parent.is_dir():
+        raise OutputError(f"--out {out}: folder {out.parent} does not exist; create it first")
+    collected, page = build_view(target, published)
+    try:
+        atomic_write(out, page)
+    except OSError as exc:
+        raise OutputError(f"{out}: the report cannot be written: {os_problem(exc)}") from None
+    return ViewReport(
+        path=out,
+        size=len(page),
+        episodes=sum(len(rows) for rows in collected.episodes.values()),
+        refusal=collected.refusal,
+        task_problems=collected.task_problems,
+    )

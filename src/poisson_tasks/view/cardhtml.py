@@ -1,0 +1,320 @@
+"""The card to look at: an Artifact as static HTML, plots drawn as inline SVG.
+
+Every figure here is read from the Artifact, the object card.md is rendered from; nothing is
+computed again. Fields this page does not lay out by name (a section a later card adds) are shown
+by `tree`, which renders any JSON value, so a new field of the Artifact appears without code here.
+Every string is escaped: a model's name or a server's words are text, never markup.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
+from poisson_tasks.verifier import OUTCOMES
+
+__all__ = ["card_sections", "outcome_bar", "plot", "tree"]
+
+# The Artifact's fields laid out by name below; any other field is shown by `tree`.
+_LAID_OUT = frozenset(
+    {
+        "format",
+        "kind",
+        "model",
+        "stale",
+        "installed_generator_hash",
+        "provenance",
+        "thresholds",
+        "cells",
+        "knobs",
+        "controls",
+        "run_totals",
+        "no_call_peak",
+        "published_cards",
+        "statements",
+    }
+)
+_W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 560, 230, 44, 16, 14, 46
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def tree(value: Any) -> str:
+    """Any JSON value as HTML: objects as key/value tables, lists of objects as tables."""
+    if isinstance(value, dict):
+        if not value:
+            return "<span class=dim>none</span>"
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{tree(v)}</td></tr>" for k, v in value.items())
+        return f"<table class=kv>{rows}</table>"
+    if isinstance(value, list):
+        if not value:
+            return "<span class=dim>none</span>"
+        if all(isinstance(v, dict) for v in value):
+            keys = list(dict.fromkeys(k for v in value for k in v))
+            head = "".join(f"<th>{_e(k)}</th>" for k in keys)
+            body = "".join(
+                "<tr>" + "".join(f"<td>{tree(v.get(k))}</td>" for k in keys) + "</tr>"
+                for v in value
+            )
+            return f"<div class=scroll><table class=grid><tr>{head}</tr>{body}</table></div>"
+        return ", ".join(tree(v) for v in value)
+    if value is None:
+        return "<span class=dim>—</span>"
+    return _e(_fmt(value))
+
+
+def _short(arm: str) -> str:
+    return arm.split(":", 1)[1] if ":" in arm else arm
+
+
+def _y(rate: float) -> float:
+    return _PAD_T + (1.0 - rate) * (_H - _PAD_T - _PAD_B)
+
+
+def _mark(at: float, fig: RateFigure | None, rate: str, arm: str) -> str:
+    if fig is None:
+        return ""
+    mid, lo, hi = _y(fig.pass_at_1), _y(fig.high), _y(fig.low)
+    tip = f"{arm}: {rate} pass@1 {fig.pass_at_1:.3f} [{fig.low:.3f}, {fig.high:.3f}]" + (
+        " (few events: interval wide)" if fig.few_events else ""
+    )
+    shape = (
+        f'<circle cx="{at:.1f}" cy="{mid:.1f}" r="4.5"/>'
+        if rate == "strict"
+        else f'<rect x="{at - 4:.1f}" y="{mid - 4:.1f}" width="8" height="8"/>'
+    )
+    return (
+        f'<g class="mark {rate}"><title>{_e(tip)}</title>'
+        f'<line x1="{at:.1f}" x2="{at:.1f}" y1="{lo:.1f}" y2="{hi:.1f}"/>'
+        f'<line x1="{at - 4:.1f}" x2="{at + 4:.1f}" y1="{lo:.1f}" y2="{lo:.1f}"/>'
+        f'<line x1="{at - 4:.1f}" x2="{at + 4:.1f}" y1="{hi:.1f}" y2="{hi:.1f}"/>{shape}</g>'
+    )
+
+
+def plot(cells: Sequence[Cell], title: str, read_on: str | None = None) -> str:
+    """Strict (circles) and leaky (squares) pass@1 per level with their intervals; each level is
+    a button that opens its episodes."""
+    count = max(1, len(cells))
+    step = (_W - _PAD_L - _PAD_R) / count
+    parts = [
+        f'<svg class=plot viewBox="0 0 {_W} {_H}" role="img" aria-label="{_e(title)}">',
+        f"<title>{_e(title)}</title>",
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        height = _y(tick)
+        parts.append(
+            f'<line class=grid x1="{_PAD_L}" x2="{_W - _PAD_R}" y1="{height:.1f}" y2="{height:.1f}"/>'
+            f'<text class=tick x="{_PAD_L - 6}" y="{height + 4:.1f}" text-anchor="end">{tick:g}</text>'
+        )
+    for index, cell in enumerate(cells):
+        at = _PAD_L + step * (index + 0.5)
+        parts.append(f'<g class=level data-arm="{_e(cell.arm_id)}" tabindex="0">')
+        parts.append(
+            f'<rect class=hit x="{at - step / 2 + 2:.1f}" y="{_PAD_T}" width="{step - 4:.1f}" '
+            f'height="{_H - _PAD_T - 8:.1f}"/>'
+        )
+        if cell.withheld is not None or (cell.strict is None and cell.leaky is None):
+            parts.append(
+                f'<text class=withheld x="{at:.1f}" y="{_y(0.5):.1f}" text-anchor="middle">'
+                f"{'withheld' if cell.withheld else 'no figure'}</text>"
+            )
+        parts.append(_mark(at - 7, cell.strict, "strict", cell.arm_id))
+        parts.append(_mark(at + 7, cell.leaky, "leaky", cell.arm_id))
+        parts.append(
+            f'<text class=xlabel x="{at:.1f}" y="{_H - _PAD_B + 18}" text-anchor="middle">'
+            f"{_e(_short(cell.arm_id))}</text></g>"
+        )
+    legend_y = _H - 10
+    parts.append(
+        f'<g class=legend><circle class="strict" cx="{_PAD_L + 6}" cy="{legend_y - 4}" r="4"/>'
+        f'<text x="{_PAD_L + 14}" y="{legend_y}">strict pass@1</text>'
+        f'<rect class="leaky" x="{_PAD_L + 120}" y="{legend_y - 8}" width="8" height="8"/>'
+        f'<text x="{_PAD_L + 132}" y="{legend_y}">leaky pass@1</text>'
+        + (
+            f'<text x="{_W - _PAD_R}" y="{legend_y}" text-anchor="end">read on {_e(read_on)}'
+            " pass@1; bars: the card's intervals</text>"
+            if read_on
+            else ""
+        )
+        + "</g></svg>"
+    )
+    return "".join(parts)
+
+
+def outcome_bar(outcomes: dict[str, int]) -> str:
+    """A cell's outcomes (the Artifact's counts) as one stacked bar, in the vocabulary's order."""
+    total = sum(outcomes.values())
+    if not total:
+        return "<span class=dim>no episode</span>"
+    parts = []
+    for name in OUTCOMES:
+        count = outcomes.get(name, 0)
+        if count:
+            parts.append(
+                f'<span class="seg o-{name}" style="flex:{count}" title="{name}: {count}"></span>'
+            )
+    return f'<span class=bar role="img" aria-label="outcomes">{"".join(parts)}</span>'
+
+
+def _rate(fig: RateFigure | None) -> str:
+    if fig is None:
+        return "<span class=dim>—</span>"
+    few = ' <span class=few title="fewer than 15 passes or failures">few events</span>'
+    return f"{fig.pass_at_1:.3f} <span class=dim>[{fig.low:.3f}, {fig.high:.3f}]</span>" + (
+        few if fig.few_events else ""
+    )
+
+
+def _level_table(cells: Sequence[Cell]) -> str:
+    head = (
+        "<tr><th>level</th><th>episodes</th><th>strict pass@1 [interval]</th>"
+        "<th>leaky pass@1 [interval]</th><th>overshoot</th><th>outcomes</th><th>note</th></tr>"
+    )
+    rows = []
+    for cell in cells:
+        note = cell.withheld or ("incomplete" if cell.incomplete else "")
+        rows.append(
+            f'<tr class=cellrow data-arm="{_e(cell.arm_id)}">'
+            f'<td><button class=open data-arm="{_e(cell.arm_id)}">{_e(cell.arm_id)}</button></td>'
+            f"<td>{cell.episodes}</td><td>{_rate(cell.strict)}</td><td>{_rate(cell.leaky)}</td>"
+            f"<td>{_fmt(cell.overshoot)}</td><td>{outcome_bar(cell.outcomes)}</td>"
+            f"<td>{_e(note)}</td></tr>"
+        )
+    return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
+
+
+_VERDICT = {
+    "distinguishable": "distinguishable",
+    "too_small": "too small for this design to call",
+    "left_out": "left out",
+}
+
+
+def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
+    head = (
+        "<tr><th>rate</th><th>pair</th><th>difference (lower − upper)</th><th>paired interval</th>"
+        "<th>churn</th><th>seeds</th><th>sign test p</th><th>verdict</th><th></th></tr>"
+    )
+    rows = []
+    for cmp in comparisons:
+        verdict = _VERDICT.get(cmp.verdict, cmp.verdict) + (f": {cmp.reason}" if cmp.reason else "")
+        interval = (
+            f"[{cmp.low:.3f}, {cmp.high:.3f}]" if cmp.low is not None and cmp.high is not None else "—"
+        )
+        pair = f"{cmp.lower}|{cmp.upper}"
+        rows.append(
+            f'<tr class="cmp v-{_e(cmp.verdict)}"><td>{_e(cmp.rate)}</td>'
+            f"<td><code>{_e(_short(cmp.lower))}</code> → <code>{_e(_short(cmp.upper))}</code></td>"
+            f"<td>{_fmt(cmp.diff)}</td><td>{interval}</td><td>{_fmt(cmp.churn)}</td>"
+            f"<td>{cmp.pairs_used}</td><td>{_fmt(cmp.sign_p)}</td><td>{_e(verdict)}</td>"
+            f'<td><button class=pair data-pair="{_e(pair)}">side by side</button></td></tr>'
+        )
+    return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
+
+
+def _ordering(table: KnobTable) -> str:
+    lines = []
+    for ordering in (table.ordering_strict, table.ordering_leaky):
+        if ordering is None:
+            continue
+        extra = []
+        if ordering.left_out:
+            extra.append("left out: " + ", ".join(ordering.left_out))
+        if ordering.rising:
+            extra.append("rising: " + ", ".join(ordering.rising))
+        if ordering.saturated:
+            extra.append("saturated: " + ", ".join(ordering.saturated))
+        lines.append(
+            f"<li>{_e(ordering.rate)} pass@1 non-increasing across the levels: "
+            f"<strong>{_e(ordering.verdict.replace('_', ' '))}</strong>"
+            + (f" <span class=dim>({_e('; '.join(extra))})</span>" if extra else "")
+            + "</li>"
+        )
+    return f"<ul class=ordering>{''.join(lines)}</ul>"
+
+
+def _knob(artifact: Artifact, table: KnobTable) -> str:
+    cells = [artifact.cell(arm) for arm in table.levels]
+    title = f"{table.knob}: pass@1 per level"
+    read_first = sorted(table.comparisons, key=lambda cmp: cmp.rate != table.read_on)
+    return (
+        f'<section class=knob id="knob-{_e(table.knob)}"><h2><code>{_e(table.knob)}</code> '
+        f"<span class=dim>read on {_e(table.read_on)} pass@1</span></h2>"
+        f"{plot(cells, title, table.read_on)}{_level_table(cells)}"
+        f"<h3>Adjacent levels</h3>{_comparison_rows(read_first)}{_ordering(table)}</section>"
+    )
+
+
+def _controls(artifact: Artifact) -> str:
+    if not artifact.controls:
+        return ""
+    cells = [artifact.cell(arm) for arm in artifact.controls]
+    return (
+        "<section id=controls><h2>Control arms</h2><p class=dim>Each control arm separates a knob "
+        "from something that travels with it. They are not levels, and no comparison or ordering "
+        "reads them; “side by side” shows one beside the level it keeps and the level whose length "
+        "it adds.</p>"
+        f"{plot(cells, 'control arms: pass@1')}{_level_table(cells)}</section>"
+    )
+
+
+def _costs(artifact: Artifact) -> str:
+    rows = []
+    for cell in artifact.cells:
+        costs = cell.costs.model_dump(mode="json") if cell.costs is not None else {}
+        rows.append({"arm": cell.arm_id, **costs})
+    totals = [{"arm": c.arm_id, **c.totals.model_dump(mode="json")} for c in artifact.cells] + [
+        {"arm": "all arms", **artifact.run_totals.model_dump(mode="json")}
+    ]
+    return (
+        "<section id=costs><h2>Costs</h2><h3>Per episode (scored episodes)</h3>"
+        f"{tree(rows)}<h3>Token totals and dollars (every episode)</h3>{tree(totals)}</section>"
+    )
+
+
+def _statements(artifact: Artifact) -> str:
+    st = artifact.statements
+    claims = "".join(f'<li data-key="{_e(c.key)}">{_e(c.text)}</li>' for c in st.does_not_claim)
+    depth = f"<h3>How depth is read</h3><p>{_e(st.depth_note)}</p>" if st.depth_note else ""
+    return (
+        f"<section id=statements><h2>What this card is</h2><p>{_e(st.what_it_is)}</p>"
+        f"<h2>What this card does not claim</h2><ul class=claims>{claims}</ul>{depth}</section>"
+    )
+
+
+def _provenance(artifact: Artifact) -> str:
+    data = artifact.model_dump(mode="json")
+    extra = {k: v for k, v in data.items() if k not in _LAID_OUT}
+    more = f"<h2>More from the card</h2>{tree(extra)}" if extra else ""
+    return (
+        "<section id=provenance><h2>Provenance</h2>"
+        f"{tree(data['provenance'])}<h3>Thresholds</h3>{tree(data['thresholds'])}"
+        f"<h3>Card</h3>{tree({k: data[k] for k in ('format', 'kind', 'stale', 'installed_generator_hash', 'no_call_peak', 'published_cards')})}"
+        f"{more}</section>"
+    )
+
+
+def card_sections(artifact: Artifact) -> str:
+    """The card's figures, comparisons, controls, statements, costs and provenance as HTML."""
+    knobs = "".join(_knob(artifact, table) for table in artifact.knobs)
+    return (
+        knobs
+        + _controls(artifact)
+        + _statements(artifact)
+        + _costs(artifact)
+        + _provenance(artifact)
+    )

@@ -1,0 +1,98 @@
+"""card.md as HTML: the card's own text in the report, every section, escaped.
+
+The Markdown a card is written in (render.py) uses headings, paragraphs, one block quote, bullet
+lists, pipe tables, `code` and **bold**; this renders exactly that and shows anything else as
+plain text. Every character of the source is escaped before any markup is added, so no text in
+a card (a model's name, a server's words) can become markup.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = ["card_html", "inline"]
+
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_HEADING = re.compile(r"^(#{1,6}) (.*)$")
+
+
+def inline(text: str) -> str:
+    """One line of Markdown as escaped HTML: `code` and **bold**, everything else text."""
+    pieces: list[str] = []
+    last = 0
+    for match in _CODE.finditer(text):
+        pieces.append(_bold(html.escape(text[last : match.start()])))
+        pieces.append(f"<code>{html.escape(match[1])}</code>")
+        last = match.end()
+    pieces.append(_bold(html.escape(text[last:])))
+    return "".join(pieces)
+
+
+def _bold(escaped: str) -> str:
+    return _BOLD.sub(lambda found: f"<strong>{found[1]}</strong>", escaped)
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", body)]
+
+
+def _table(lines: list[str]) -> str:
+    head, rows = _cells(lines[0]), [_cells(line) for line in lines[2:]]
+    out = ["<div class=scroll><table class=md><thead><tr>"]
+    out += [f"<th>{inline(cell)}</th>" for cell in head]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in row) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def card_html(markdown: str, heading_offset: int = 1) -> str:
+    """The card's Markdown as HTML; headings move down `heading_offset` levels (h1 becomes h2)."""
+    out: list[str] = []
+    lines = markdown.splitlines()
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        if not line.strip():
+            at += 1
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            level = min(6, len(heading[1]) + heading_offset)
+            out.append(f"<h{level}>{inline(heading[2])}</h{level}>")
+            at += 1
+            continue
+        block: list[str] = []
+        kind = _kind(line)
+        while at < len(lines) and lines[at].strip() and _kind(lines[at]) == kind:
+            block.append(lines[at])
+            at += 1
+        if kind == "table" and len(block) >= 2:
+            out.append(_table(block))
+        elif kind == "quote":
+            text = " ".join(b.lstrip(">").strip() for b in block)
+            out.append(f"<blockquote>{inline(text)}</blockquote>")
+        elif kind == "list":
+            items = "".join(f"<li>{inline(b[2:])}</li>" for b in block)
+            out.append(f"<ul>{items}</ul>")
+        else:
+            out.append("<p>" + "<br>".join(inline(b) for b in block) + "</p>")
+    return "\n".join(out)
+
+
+def _kind(line: str) -> str:
+    if line.startswith("|"):
+        return "table"
+    if line.startswith(">"):
+        return "quote"
+    if line.startswith(("- ", "* ")):
+        return "list"
+    if _HEADING.match(line):
+        return "heading"
+    return "text"
