@@ -24,13 +24,13 @@ import pytest
 from typer.testing import CliRunner
 from view_runs import small_run
 
-from poisson_tasks.bundle import ToolCall
 from poisson_tasks.calibration import card_from_run
 from poisson_tasks.cli import app
 from poisson_tasks.generator import generate
 from poisson_tasks.view import build_view, write_view
 from poisson_tasks.view.diverge import first_divergence, task_changes
 from poisson_tasks.view.markdown import card_html
+from poisson_tasks.view.packing import escaped_json
 
 HOSTILE = (
     '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -68,13 +68,17 @@ def _parse(page: bytes) -> _Page:
     return parsed
 
 
+def _inflate(parsed: _Page, name: str) -> Any:
+    return json.loads(zlib.decompress(base64.b64decode(parsed.scripts[name])))
+
+
 def _chunks(parsed: _Page) -> dict[str, Any]:
     meta = json.loads(parsed.scripts["meta"])
     out = {
-        arm: json.loads(zlib.decompress(base64.b64decode(parsed.scripts[name])))
-        for arm, name in meta["chunks"].items()
+        arm: {part: _inflate(parsed, name) for part, name in names.items()}
+        for arm, names in meta["chunks"].items()
     }
-    out["__pairs__"] = json.loads(zlib.decompress(base64.b64decode(parsed.scripts["pairs"])))
+    out["__pairs__"] = _inflate(parsed, "pairs")
     out["__meta__"] = meta
     return out
 
@@ -189,7 +193,7 @@ def test_hostile_text_stays_text(tmp_path: Path) -> None:
     page = build_view(folder)[1]
     parsed = _parse(page)
     assert html.escape(HOSTILE) in page.decode()  # the provenance shows it, as text
-    assert [t for t, _ in parsed.tags].count("script") == len(parsed.scripts) == 4 + 1 + 1
+    assert [t for t, _ in parsed.tags].count("script") == len(parsed.scripts) == 1 + 3 * 2 + 1 + 1
     assert not any(t in ("img", "a") and "javascript" in str(a) for t, a in parsed.tags)
     assert "onerror" not in " ".join(str(a) for _, a in parsed.tags)
     chunks = _chunks(parsed)
@@ -232,7 +236,7 @@ def test_a_refused_card_still_shows_its_episodes(tmp_path: Path) -> None:
 
 
 def test_first_divergence() -> None:
-    ref = [ToolCall(name="a", arguments={"x": 1}), ToolCall(name="b", arguments={"x": 2})]
+    ref = [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {"x": 2}}]
     same = [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {"x": 2}}]
     assert first_divergence(same, ref) is None
     other = [same[0], {"name": "b", "arguments": {"x": 3}}]
@@ -305,8 +309,6 @@ def test_write_view_replaces_atomically(small: Path, tmp_path: Path) -> None:
 
 
 def test_the_pages_json_cannot_close_its_script() -> None:
-    from poisson_tasks.view.page import _json
-
-    out = _json({"x": "</script><script>alert(1)</script>", "y": "a & b > c"})
+    out = escaped_json({"x": "</script><script>alert(1)</script>", "y": "a & b > c"})
     assert "<" not in out and ">" not in out and "&" not in out
     assert json.loads(out) == {"x": "</script><script>alert(1)</script>", "y": "a & b > c"}

@@ -213,7 +213,9 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
     for cmp in comparisons:
         verdict = _VERDICT.get(cmp.verdict, cmp.verdict) + (f": {cmp.reason}" if cmp.reason else "")
         interval = (
-            f"[{cmp.low:.3f}, {cmp.high:.3f}]" if cmp.low is not None and cmp.high is not None else "—"
+            f"[{cmp.low:.3f}, {cmp.high:.3f}]"
+            if cmp.low is not None and cmp.high is not None
+            else "—"
         )
         pair = f"{cmp.lower}|{cmp.upper}"
         rows.append(

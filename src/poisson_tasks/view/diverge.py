@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from poisson_tasks.bundle import TaskBundle, ToolCall
+from poisson_tasks.bundle import TaskBundle
 
 __all__ = ["first_divergence", "flat_calls", "task_changes"]
 
@@ -24,9 +24,10 @@ def flat_calls(turns: Sequence[Sequence[Mapping[str, Any]]]) -> list[Mapping[str
 
 
 def first_divergence(
-    calls: Sequence[Mapping[str, Any]], reference: Sequence[ToolCall]
+    calls: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any] | None:
-    """The first step at which `calls` differ from the reference's, or None when they are the same.
+    """The first step at which `calls` differ from the reference's (each a {name, arguments}
+    mapping, as a transcript and a task view hold them), or None when they are the same.
 
     step counts calls from 0. kind: "different" (a call other than the reference's at that step:
     another tool, or other arguments, named in `fields`), "stopped" (the model made fewer calls
@@ -34,12 +35,13 @@ def first_divergence(
     """
     for step, (call, ref) in enumerate(zip(calls, reference, strict=False)):
         name, arguments = call.get("name"), call.get("arguments")
-        if name != ref.name or arguments != ref.arguments:
-            fields = ["name"] if name != ref.name else []
-            if isinstance(arguments, dict) and ref.arguments is not None:
-                keys = sorted(set(arguments) | set(ref.arguments))
-                fields += [k for k in keys if arguments.get(k) != ref.arguments.get(k)]
-            elif arguments != ref.arguments:
+        ref_name, ref_arguments = ref.get("name"), ref.get("arguments")
+        if name != ref_name or arguments != ref_arguments:
+            fields = ["name"] if name != ref_name else []
+            if isinstance(arguments, dict) and isinstance(ref_arguments, dict):
+                keys = sorted(set(arguments) | set(ref_arguments))
+                fields += [k for k in keys if arguments.get(k) != ref_arguments.get(k)]
+            elif arguments != ref_arguments:
                 fields.append("arguments")
             return {"step": step, "kind": "different", "fields": fields}
     if len(calls) < len(reference):

@@ -2,33 +2,34 @@
 
 The card is built by calibration.card_from_run, the function behind card.md, with an observer
 that keeps a slim copy of every episode line as the pass reads it: the figures come from the
-Artifact alone, never computed again here. Tasks are regenerated from (arm, seed) with the
-generator and checked against the task id each episode line records; an episode whose id differs
+Artifact alone, never computed again here. Meanwhile a second process regenerates the tasks
+from (arm, seed) with the generator (tasks.py); each is checked against the task id each
+episode line records; an episode whose id differs
 (a build whose generator moved, a run on the user's own tools) shows no reference solution and
 says why.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
+import multiprocessing
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
-from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.build import card_from_run
 from poisson_tasks.calibration.manifest import published_dir, published_facts, read_manifest
 from poisson_tasks.calibration.records import episode_tokens
 from poisson_tasks.calibration.render import render_document
 from poisson_tasks.errors import CardRefusal, PoissonError, RunFolderError
-from poisson_tasks.generator import generate
 from poisson_tasks.runfolder import RunHeader, read_header
-from poisson_tasks.runner.endpoint import scrub
-from poisson_tasks.view.diverge import first_divergence, flat_calls, task_changes
+from poisson_tasks.view.diverge import first_divergence, flat_calls
+from poisson_tasks.view.packing import pack, scrubbed
+from poisson_tasks.view.tasks import TaskSet, regenerate
 
 __all__ = ["Collected", "collect", "resolve_target"]
 
@@ -69,15 +70,14 @@ class Collected:
     card_md: str | None
     refusal: str | None
     episodes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    tasks: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
-    pairs: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
+    tasks: TaskSet = field(default_factory=TaskSet)
     task_problems: list[str] = field(default_factory=list)
     mismatched: int = 0
     secret: str | None = None
 
     def scrub(self, value: Any) -> Any:
         """`value` with the run's API key (when set here) redacted: the runner's one scrubber."""
-        return scrub(value, self.secret)
+        return scrubbed(value, self.secret)
 
 
 def resolve_target(target: Path | None, published: str | None) -> tuple[Path, str]:
@@ -142,52 +142,35 @@ def _slim(number: int, doc: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _task_view(bundle: TaskBundle) -> dict[str, Any]:
-    """The parts of a task a reader looks at beside an episode; its opening messages are not
-    repeated (the transcript holds them, as the model was sent them)."""
-    return {
-        "task_id": bundle.task_id,
-        "verifier": bundle.verifier,
-        "goal": [g.model_dump() for g in bundle.goal],
-        "tools": bundle.tools,
-        "reference_calls": [c.model_dump() for c in bundle.reference_calls],
-        "reference_observations": bundle.reference_observations,
-        "initial_state": [list(r) for r in bundle.initial_state],
-        "expected_final_state": [list(r) for r in bundle.expected_final_state],
-        "min_calls": bundle.min_calls,
-        "reference_turns": bundle.reference_turns,
-        "prompt_slots": bundle.prompt_parts.slots,
-    }
+def _tasks(arms: list[str], seeds: list[int], secret: str | None) -> Callable[[], TaskSet]:
+    """Start regenerating the plan's tasks beside the card's pass (a forked process where the
+    platform forks; else in this one, when asked); the returned call waits for them."""
+    pack_it = functools.partial(pack, secret=secret)
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return lambda: regenerate(arms, seeds, pack_it)
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    future = pool.submit(regenerate, arms, seeds, pack_it)
 
+    def wait() -> TaskSet:
+        try:
+            return future.result()
+        finally:
+            pool.shutdown()
 
-def _pairs_of(header: RunHeader, artifact: Artifact | None) -> list[tuple[str, str]]:
-    """(lower, upper) arms read side by side: each adjacent comparison of the card, and each
-    control arm beside the level it keeps and the level whose length it adds."""
-    pairs: list[tuple[str, str]] = []
-    if artifact is not None:
-        for table in artifact.knobs:
-            pairs += [(a, b) for a, b in zip(table.levels, table.levels[1:], strict=False)]
-    planned = set(header.arms)
-    for arm in header.arms:
-        spec = parse_arm_id(arm)
-        if spec.control is None:
-            continue
-        base: ArmSpec = dataclasses.replace(spec, control=None)
-        longer: ArmSpec = dataclasses.replace(spec, level=spec.control, control=None)
-        for low, up in ((arm_id(base), arm), (arm, arm_id(longer))):
-            if low in planned and up in planned:
-                pairs.append((low, up))
-    return list(dict.fromkeys(pairs))
+    return wait
 
 
 def collect(folder: Path, title: str, *, published: bool = False) -> Collected:
-    """Read a run folder once for its card and its episodes, then regenerate its tasks."""
+    """Read a run folder once for its card and its episodes while its tasks are regenerated."""
     header = read_header(folder)
+    seeds = list(dict.fromkeys(header.seeds))
+    secret = _secret(header)
     episodes: dict[str, list[dict[str, Any]]] = {arm: [] for arm in header.arms}
 
     def keep(number: int, doc: Mapping[str, Any]) -> None:
         episodes.setdefault(doc["arm_id"], []).append(_slim(number, doc))
 
+    tasks = _tasks(list(header.arms), seeds, secret)
     artifact: Artifact | None = None
     refusal: str | None = None
     facts = published_facts(folder.parent) if published else None
@@ -203,47 +186,38 @@ def collect(folder: Path, title: str, *, published: bool = False) -> Collected:
         card_md=None,
         refusal=refusal,
         episodes=episodes,
-        secret=_secret(header),
+        tasks=tasks(),
+        secret=secret,
     )
     if artifact is not None:  # the card as card.md shows it, through the same scrubber
         out.artifact = Artifact.model_validate(out.scrub(artifact.model_dump(mode="json")))
         out.card_md = out.scrub(render_document(artifact))
     if refusal is not None:
         out.refusal = out.scrub(refusal)
-    order = {seed: index for index, seed in enumerate(dict.fromkeys(header.seeds))}
+    order = {seed: index for index, seed in enumerate(seeds)}
     for rows in episodes.values():
         rows.sort(key=lambda row: (order.get(row["seed"], len(order)), row["attempt"], row["line"]))
-    _regenerate(out)
+    _check(out)
     return out
 
 
-def _regenerate(out: Collected) -> None:
-    """Each (arm, seed)'s task, each episode's first divergence from it, and the paired facts."""
-    bundles: dict[tuple[str, int], TaskBundle | None] = {}
-    for arm in out.header.arms:
-        tasks = out.tasks.setdefault(arm, {})
-        for seed in dict.fromkeys(out.header.seeds):
-            try:
-                bundle: TaskBundle | None = generate(arm, seed, controls=False)
-            except PoissonError as exc:
-                bundle = None
-                out.task_problems.append(f"{arm} seed {seed}: no task generated ({exc})")
-            bundles[arm, seed] = bundle
-            if bundle is not None:
-                tasks[seed] = _task_view(bundle)
+def _check(out: Collected) -> None:
+    """Each episode's task id against its regenerated task, and its first divergence from it."""
+    ids, references = out.tasks.ids, out.tasks.references
     for arm, rows in out.episodes.items():
         for row in rows:
-            bundle = bundles.get((arm, row["seed"]))
-            if bundle is None:
+            key = (arm, row["seed"])
+            if key not in ids:
                 row["task"] = "missing"
                 continue
-            if bundle.task_id != row["task_id"]:
+            if ids[key] != row["task_id"]:
                 row["task"] = "mismatch"
                 out.mismatched += 1
                 continue
             row["task"] = "ok"
             turns = row["transcript"].get("tool_calls", []) if row["transcript"] else []
-            row["divergence"] = first_divergence(flat_calls(turns), bundle.reference_calls)
+            row["divergence"] = first_divergence(flat_calls(turns), references[key])
+    out.task_problems = list(out.tasks.problems)
     if out.mismatched:
         out.task_problems.insert(
             0,
@@ -251,10 +225,3 @@ def _regenerate(out: Collected) -> None:
             "for their (arm, seed): their reference solutions are not shown (the run was made by "
             "another generator, or on its own tools)",
         )
-    for lower, upper in _pairs_of(out.header, out.artifact):
-        key = f"{lower}|{upper}"
-        out.pairs[key] = {}
-        for seed in dict.fromkeys(out.header.seeds):
-            low, up = bundles.get((lower, seed)), bundles.get((upper, seed))
-            if low is not None and up is not None:
-                out.pairs[key][seed] = task_changes(low, up)

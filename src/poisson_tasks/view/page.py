@@ -14,47 +14,31 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import zlib
 from importlib import resources
 from typing import Any
-
-import orjson
 
 from poisson_tasks.view.cardhtml import card_sections
 from poisson_tasks.view.gather import Collected
 from poisson_tasks.view.markdown import card_html
+from poisson_tasks.view.packing import escaped_json, pack
 
 __all__ = ["FORMAT", "render_page"]
 
 FORMAT = "poisson-tasks/view@1"
-LEVEL = 6  # zlib level: 1 is ~2x faster to write and ~1.5x larger; see benchmarks/perf_view.py
 
 
 def _asset(name: str) -> str:
     return (resources.files("poisson_tasks.view") / "assets" / name).read_text(encoding="utf-8")
 
 
-def _json(value: Any) -> str:
-    """JSON that cannot close the <script> it sits in: "<", ">" and "&" as \\u escapes."""
-    raw = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    return (
-        raw.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026").decode()
-    )
-
-
-def _pack(value: Any) -> str:
-    raw = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    return base64.b64encode(zlib.compress(raw, LEVEL)).decode("ascii")
-
-
-def _meta(report: Collected, chunks: dict[str, str]) -> dict[str, Any]:
+def _meta(report: Collected, chunks: dict[str, dict[str, str]]) -> dict[str, Any]:
     artifact = report.artifact
     cells: dict[str, Any] = {}
     if artifact is not None:
         cells = {cell.arm_id: cell.model_dump(mode="json") for cell in artifact.cells}
     pairs = [
         {"key": key, "lower": key.split("|", 1)[0], "upper": key.split("|", 1)[1]}
-        for key in report.pairs
+        for key in report.tasks.pairs
     ]
     return {
         "format": FORMAT,
@@ -77,17 +61,16 @@ def _meta(report: Collected, chunks: dict[str, str]) -> dict[str, Any]:
 
 def render_page(report: Collected) -> bytes:
     """The report's bytes: the same Collected gives the same bytes."""
-    chunks: dict[str, str] = {}
+    chunks: dict[str, dict[str, str]] = {}
     blobs: list[str] = []
     for index, arm in enumerate(report.header.arms):
-        name = f"chunk-{index}"
-        chunks[arm] = name
-        payload = {"episodes": report.episodes.get(arm, []), "tasks": report.tasks.get(arm, {})}
-        blobs.append(
-            f'<script type="application/octet-stream" id="{name}">{_pack(report.scrub(payload))}</script>'
-        )
-    pairs = _pack(report.scrub(report.pairs))
-    blobs.append(f'<script type="application/octet-stream" id="pairs">{pairs}</script>')
+        chunks[arm] = {"episodes": f"episodes-{index}", "tasks": f"tasks-{index}"}
+        packed = {
+            f"episodes-{index}": pack(report.episodes.get(arm, []), report.secret),
+            f"tasks-{index}": report.tasks.packed.get(arm) or pack({}, report.secret),
+        }
+        blobs += [_blob(name, data) for name, data in packed.items()]
+    blobs.append(_blob("pairs", pack(report.tasks.pairs, report.secret)))
     meta = report.scrub(_meta(report, chunks))
     script, style = _asset("view.js"), _asset("view.css")
     script_hash = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
@@ -138,11 +121,15 @@ def render_page(report: Collected) -> bytes:
         f"{full}</main>"
         "<aside id=panel hidden><div class=panelbar><button id=close type=button>close ✕</button>"
         "<span id=crumbs></span></div><div id=panelbody></div></aside>"
-        f'<script type="application/json" id="meta">{_json(meta)}</script>'
+        f'<script type="application/json" id="meta">{escaped_json(meta)}</script>'
         + "".join(blobs)
         + f"<script>{script}</script></body></html>\n"
     )
     return page.encode("utf-8")
+
+
+def _blob(name: str, data: str) -> str:
+    return f'<script type="application/octet-stream" id="{name}">{data}</script>'
 
 
 def _arm_button(arm: str) -> str:

@@ -61,7 +61,10 @@
     cache[id] = JSON.parse(await new Response(stream).text());
     return cache[id];
   }
-  const armData = (arm) => inflate(META.chunks[arm]);
+  async function armData(arm) {
+    const [episodes, tasks] = await Promise.all([inflate(META.chunks[arm].episodes), inflate(META.chunks[arm].tasks)]);
+    return {episodes, tasks};
+  }
   const pairData = () => inflate("pairs");
 
   // ---------------------------------------------------------------- routing (#/view?key=value)
@@ -359,4 +362,5 @@
   pairPicker();
   route();
   document.documentElement.setAttribute("data-ready", "1");
+  performance.mark("view-ready");
 })();
