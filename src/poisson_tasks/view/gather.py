@@ -33,31 +33,6 @@ from poisson_tasks.view.tasks import TaskSet, regenerate
 
 __all__ = ["Collected", "collect", "resolve_target"]
 
-# The episode line's fields a report lists, in this order (the transcript is kept apart).
-_ROW_FIELDS = (
-    "seed",
-    "attempt",
-    "task_id",
-    "session",
-    "resumed",
-    "outcome",
-    "strict_label",
-    "leaky_pass",
-    "passed",
-    "malformed_clause",
-    "min_calls",
-    "tool_calls",
-    "model_calls",
-    "goal_stages",
-    "usage",
-    "timing",
-    "system_fingerprints",
-    "finish_reasons",
-    "unparsed_text_calls",
-    "context_overflow",
-    "error",
-)
-
 
 @dataclass
 class Collected:
@@ -108,37 +83,15 @@ def _secret(header: RunHeader) -> str | None:
     return os.environ.get(name) or None if isinstance(name, str) and name else None
 
 
-def _slim_response(response: Any) -> Any:
-    """A raw response less each choice's message content and tool calls (the transcript's messages
-    hold them); everything else the server sent is kept."""
-    if not isinstance(response, dict) or not isinstance(response.get("choices"), list):
-        return response
-    choices = []
-    for choice in response["choices"]:
-        if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
-            message = {
-                k: v for k, v in choice["message"].items() if k not in ("content", "tool_calls")
-            }
-            choice = {**choice, "message": message}
-        choices.append(choice)
-    return {**response, "choices": choices}
-
-
 def _slim(number: int, doc: Mapping[str, Any]) -> dict[str, Any]:
-    transcript = doc.get("transcript") or {}
-    if isinstance(transcript, dict) and "responses" in transcript:
-        transcript = {
-            **transcript,
-            "responses": [_slim_response(r) for r in transcript["responses"]],
-        }
+    """The line as read (transcript and raw responses included), with its line number and its
+    tokens by the run folder's rule; a shallow copy, so the card's pass keeps its own."""
+    row = dict(doc)
     usage = doc.get("usage") or {}
-    row: dict[str, Any] = {"line": number, "arm_id": doc["arm_id"]}
-    for name in _ROW_FIELDS:
-        row[name] = doc.get(name)
+    row["line"] = number
     row["tokens"] = episode_tokens(
         usage.get("prompt_tokens"), usage.get("cached_input_tokens"), usage.get("completion_tokens")
     )
-    row["transcript"] = transcript
     return row
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from poisson_tasks.view.cardhtml import card_sections
 from poisson_tasks.view.gather import Collected
-from poisson_tasks.view.markdown import card_html
+from poisson_tasks.view.markdown import card_html, inline
 from poisson_tasks.view.packing import escaped_json, pack
 
 __all__ = ["FORMAT", "render_page"]
@@ -80,6 +80,9 @@ def render_page(report: Collected) -> bytes:
         "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
     )
     title = html.escape(report.title)
+    lines = (report.card_md or "").splitlines()
+    heading = next((line[2:] for line in lines if line.startswith("# ")), "")
+    subtitle = f"<p class=subtitle>{inline(heading)}</p>" if heading else ""
     banner = ""
     if report.artifact is not None and report.artifact.kind == "reference-policy":
         banner = (
@@ -112,7 +115,7 @@ def render_page(report: Collected) -> bytes:
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         f'<meta name=generator content="{FORMAT}">'
         f"<title>{title}</title><style>{style}</style></head><body>"
-        f"<header><h1>{title}</h1><nav>{nav}<a href=#controls>controls</a>"
+        f"<header><h1>{title}</h1>{subtitle}<nav>{nav}<a href=#controls>controls</a>"
         "<a href=#statements>claims</a><a href=#costs>costs</a>"
         "<a href=#provenance>provenance</a><a href=#pairs-list>side by side</a></nav></header>"
         f"<main id=card>{banner}{notes}{refusal}{body}"
