@@ -139,6 +139,8 @@
       figureLine(cell),
       el("h3", {}, "How it ended ", el("span", {class: "dim"}, "(" + source + "; click to filter)")),
       histogram(counts, outcome, (o) => pick(o, seed)),
+      cell && cell.malformed_clauses && Object.keys(cell.malformed_clauses).length ? el("p", {class: "dim"}, "malformed calls by clause: " + Object.entries(cell.malformed_clauses).map(([k, n]) => `${CLAUSES[k] || "clause " + k}: ${n}`).join("; ")) : null,
+      cell && cell.no_calls && cell.no_calls.episodes ? el("p", {class: "dim"}, `no tool call: ${cell.no_calls.episodes} episodes, ${cell.no_calls.as_text} of them wrote a call as text` + (Object.keys(cell.no_calls.dialects || {}).length ? ` (${Object.entries(cell.no_calls.dialects).map(([d, n]) => `${d}: ${n}`).join(", ")})` : "")) : null,
       el("div", {class: "filters"}, el("label", {}, "outcome ", outSel), el("label", {}, "seed ", seedSel), el("span", {class: "dim", "data-role": "shown"}, `${rows.length} of ${data.episodes.length} episodes`)),
       el("div", {class: "scroll"}, table),
       cell ? el("details", {}, el("summary", {}, "every figure of this cell on the card"), tree(cell)) : null,
