@@ -1,27 +1,38 @@
 """Print the serving-facts JSON the runner's provenance reads (POISSON_SERVING_SIDECAR).
 
 Reads MODEL, MODEL_REVISION and SERVE_FLAGS from the environment, vLLM's version from the
-installed package (or VLLM_VERSION, for a dry run), and the GPU from nvidia-smi when present.
+installed distribution (or VLLM_VERSION, for a dry run), the sha256 of the lock the server's
+packages were installed from (SERVE_LOCK, set by docker/vllm.Containerfile and the notebook), and
+the GPU from nvidia-smi when present.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
 import shutil
 import subprocess
+from importlib import metadata
 
 
 def _vllm_version() -> str | None:
     if os.environ.get("VLLM_VERSION"):
         return os.environ["VLLM_VERSION"]
     try:
-        import vllm  # only inside the serving image
-
-        return str(vllm.__version__)
-    except ImportError:
+        return metadata.version("vllm")  # only inside the serving environment
+    except metadata.PackageNotFoundError:
         return None
+
+
+def _packages_lock() -> str | None:
+    """`uv.lock:<sha256>` of the lock the server's packages came from, when SERVE_LOCK names it."""
+    path = os.environ.get("SERVE_LOCK")
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return "uv.lock:" + hashlib.sha256(f.read()).hexdigest()
 
 
 def _gpu() -> dict[str, str] | None:
@@ -47,6 +58,7 @@ def main() -> None:
         "model": os.environ["MODEL"],
         "weights_revision": os.environ["MODEL_REVISION"],
         "flags": shlex.split(os.environ["SERVE_FLAGS"]),
+        "packages_lock": _packages_lock(),
         "gpu": _gpu(),
     }
     print(json.dumps(facts, indent=2, sort_keys=True))

@@ -76,7 +76,12 @@ def _compose() -> dict[str, Any]:
     facts = {"type": "volume", "source": "facts", "target": "/facts"}
     return {
         "services": {
-            "vllm": {"environment": None, "volumes": [facts], "command": None},
+            "vllm": {
+                "image": "localhost/poisson-tasks-vllm:vllm-0.29.0",
+                "environment": None,
+                "volumes": [facts],
+                "command": None,
+            },
             "runner": {
                 "environment": {"POISSON_SERVING_SIDECAR": "/facts/serving-facts.json"},
                 "volumes": [{**facts, "read_only": True}],
@@ -95,3 +100,30 @@ def test_the_serving_flags_check_passes_and_can_fail() -> None:
     lost = copy.deepcopy(_compose())
     lost["services"]["runner"]["environment"] = {}
     assert any("POISSON_SERVING_SIDECAR" in p for p in checker.main(json.dumps(lost)))
+
+
+def test_the_serving_image_check_refuses_what_issue_20_fixed() -> None:
+    """The checks of the image's Python layer, its flags and its version can each fail."""
+    checker = _checker()
+    text = (ROOT / "docker" / "vllm.Containerfile").read_text(encoding="utf-8")
+    assert checker._install(text) == []
+    assert any(
+        "before it is created" in p for p in checker._install(text.replace("mkdir -p /models", ""))
+    )
+    assert any(
+        "--require-hashes" in p for p in checker._install(text.replace("--require-hashes", ""))
+    )
+    assert any("--extra serve" in p for p in checker._install(text.replace("--extra serve", "")))
+    gpu = text.replace('python -c "import vllm;', 'vllm --version; python -c "import vllm;')
+    assert any("infers the GPU" in p for p in checker._install(gpu))
+    flags = checker._env(text)["SERVE_FLAGS"]
+    assert checker._spec_flags(checker.shlex.split(flags)) == []
+    longer = flags.replace("--max-model-len 16384", "--max-model-len 32768")
+    assert any("16384" in p for p in checker._spec_flags(checker.shlex.split(longer)))
+    thinking = flags.replace('"enable_thinking":false', '"enable_thinking":true')
+    assert any("thinking" in p for p in checker._spec_flags(checker.shlex.split(thinking)))
+    compose = json.loads(json.dumps(_compose()))
+    assert checker._serving_declared(text, "0.29.0", compose) == []
+    old = checker._serving_declared(text, "0.14.0", compose)
+    assert any("uv.lock locks vllm 0.29.0" in p for p in old)
+    assert any("notebook" in p for p in old) and any("compose.yaml" in p for p in old)
