@@ -481,6 +481,35 @@ def run(
 
 @app.command()
 @exits
+def merge(
+    folders: Annotated[
+        list[Path] | None,
+        typer.Argument(help="The shard folders of one study (run --shard i/n), in any order."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="The new run folder the merge is written into.")
+    ] = None,
+) -> None:
+    """Merge the n shard folders of one study into one run folder, which `card` reads.
+
+    Refused in one line, nothing written (exit 2), unless the folders are one plan, one instrument
+    and one serving (pin N10) and hold every slot of the plan exactly once.
+    """
+    from poisson_tasks.runner.merge import merge_shards
+
+    if not folders:
+        raise PoissonError(
+            "give the shard folders to merge: poisson-tasks merge DIR_0 ... DIR_n-1 --out DIR"
+        )
+    if out is None:
+        raise PoissonError("give --out DIR: the new run folder the merge is written into")
+    summary = merge_shards(list(folders), out)
+    for line in summary.lines_printed():
+        typer.echo(line)
+
+
+@app.command()
+@exits
 def probe(
     prereg: Annotated[
         Path | None,

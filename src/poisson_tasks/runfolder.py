@@ -17,6 +17,11 @@ and the runner truncates it before appending.
 
 Budgets. Token and dollar caps count every episode line in the folder plus each session's abandoned
 usage (episodes cut off in flight by a stop); the wall-clock cap is per session.
+
+Shards. A folder made by `run --shard i/n` records `shard` (ShardRecord) and holds only its
+shard's slots, within its share of the caps; a folder made by `merge` records `merged`
+(MergeRecord) and holds every shard's lines, sessions renumbered. A whole run's header has neither
+key, so its bytes are as they were before shards existed.
 """
 
 from __future__ import annotations

@@ -36,7 +36,13 @@ from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
-from poisson_tasks.runfolder import OwnToolsRecord, RunHeader, StopReason, read_header
+from poisson_tasks.runfolder import (
+    MergeRecord,
+    OwnToolsRecord,
+    RunHeader,
+    StopReason,
+    read_header,
+)
 from poisson_tasks.servingpin import compare_serving, session_facts
 
 ServingKind = Literal["api", "self-served", "reference", "unknown"]
@@ -152,13 +158,18 @@ class Provenance(BaseModel):
     strictness: list[str]
     sessions: list[SessionInfo]
     own_tools: OwnToolsRecord | None = None
+    shards: MergeRecord | None = Field(
+        default=None, description="the shard folders a merged run was put together from"
+    )
 
     @model_serializer(mode="wrap")
     def _drop_no_own_tools(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A card on the generated tools keeps the bytes it had before own tools existed."""
+        """A card on the generated tools, from one folder, keeps the bytes it had before own
+        tools and shards existed."""
         out: dict[str, Any] = handler(self)
-        if out.get("own_tools") is None:
-            out.pop("own_tools", None)
+        for key in ("own_tools", "shards"):
+            if out.get(key) is None:
+                out.pop(key, None)
         return out
 
     @property
@@ -351,6 +362,7 @@ def provenance_from_header(
             for s, change in zip(header.sessions, changes, strict=True)
         ],
         own_tools=header.own_tools,
+        shards=header.merged,
     )
 
 

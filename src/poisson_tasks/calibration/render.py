@@ -344,12 +344,41 @@ def _controls_section(artifact: Artifact) -> list[str]:
 
 
 def _concurrency(provenance: Provenance) -> str:
-    """How many episodes were in flight at once, per session when the sessions differ."""
+    """How many episodes were in flight at once, per session when the sessions differ (and per
+    shard, on a merged run: each shard ran on its own machine against its own server)."""
     per_session = sorted({s.concurrency for s in provenance.sessions if s.concurrency is not None})
+    where = "" if provenance.shards is None else f" in each of {provenance.shards.count} shards"
     if len(per_session) > 1:
-        return f"{', '.join(map(str, per_session))} episodes in flight at once, by session"
+        return f"{', '.join(map(str, per_session))} episodes in flight at once{where}, by session"
     value = per_session[0] if per_session else provenance.concurrency
-    return NOT_RECORDED if value is None else f"{value} episodes in flight at once"
+    return NOT_RECORDED if value is None else f"{value} episodes in flight at once{where}"
+
+
+def _shard_lines(provenance: Provenance) -> list[str]:
+    """A merged run: its shards, each one's budget share and what it spent."""
+    merged = provenance.shards
+    if merged is None:
+        return []
+    shares = {(s.budget.get("tokens"), s.budget.get("dollars")) for s in merged.shards}
+    tokens, dollars = next(iter(shares))
+    each = (
+        f"{tokens:,} tokens"
+        + (f" and ${dollars:g}" if isinstance(dollars, int | float) else "")
+        + f" each (the study's caps divided by {merged.count})"
+        if len(shares) == 1 and isinstance(tokens, int)
+        else "shares differ by shard"
+    )
+    shards = "; ".join(
+        f"#{s.index} {s.folder}: {s.episodes} episodes, {s.tokens:,} tokens, sessions "
+        + ", ".join(f"#{i}" for i in s.sessions)
+        for s in merged.shards
+    )
+    return [
+        f"- shards: {merged.count}, merged {merged.merged_at} (rule {merged.rule}, plan hash "
+        f"`{merged.plan_hash}`); the budget above is the study's, each shard ran within its "
+        f"share: {each}",
+        f"- shard folders: {shards}",
+    ]
 
 
 def _arm_rows(artifact: Artifact) -> list[Cell]:
@@ -772,6 +801,7 @@ def _provenance_section(artifact: Artifact) -> list[str]:
         f"attempts per task {provenance.attempts}",
         f"- verifier strictness: {', '.join(provenance.strictness)}",
         f"- sessions: {sessions}",
+        *_shard_lines(provenance),
         f"- thresholds: {_thresholds(artifact.thresholds)}",
     ]
     if artifact.thresholds != provenance.thresholds:

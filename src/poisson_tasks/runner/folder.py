@@ -101,8 +101,8 @@ class FolderState:
             self.scored.add(slot)
 
 
-def _diff(first: dict[str, Any], second: dict[str, Any], prefix: str = "") -> list[str]:
-    """The dotted paths where two JSON documents differ (first few)."""
+def differing_paths(first: dict[str, Any], second: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted paths where two JSON documents differ (the first few name a refusal)."""
     out: list[str] = []
     for key in sorted(set(first) | set(second)):
         va, vb = first.get(key), second.get(key)
@@ -110,7 +110,7 @@ def _diff(first: dict[str, Any], second: dict[str, Any], prefix: str = "") -> li
             continue
         path = f"{prefix}{key}"
         if isinstance(va, dict) and isinstance(vb, dict):
-            out += _diff(va, vb, path + ".")
+            out += differing_paths(va, vb, path + ".")
         else:
             out.append(path)
     return out
@@ -275,7 +275,7 @@ class RunFolder:
         theirs = measurement_of(header.preregistration)
         ours = plan.preregistration.measurement()
         if digest(theirs) != digest(ours):
-            where = ", ".join(_diff(theirs, ours)[:4]) or "the document"
+            where = ", ".join(differing_paths(theirs, ours)[:4]) or "the document"
             raise RunFolderError(
                 f"{path} was made by another pre-registration (it differs in {where}): resume it "
                 "with the pre-registration it was made with, or start a new --out folder"
