@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from synthetic_runs import FAKE_HASH, PUBLISHED_ARMS, header, line, write_run  # noqa: E402
+from synthetic_runs import FAKE_ENGINE_HASH, FAKE_HASH, PUBLISHED_ARMS, header, line, write_run  # noqa: E402
 
 from poisson_tasks.calibration import (  # noqa: E402
     build_artifact,
@@ -86,6 +86,7 @@ def build(folder: Path) -> int:
         records_from_run(folder),
         provenance_from_run(folder),
         installed_generator_hash=FAKE_HASH,
+        installed_engine_hash=FAKE_ENGINE_HASH,
         published=[],
     )
     return len(card_json(a)) + len(render_document(a))

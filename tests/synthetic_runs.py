@@ -48,6 +48,7 @@ DECODING = {
     "top_p": 1.0,
 }
 FAKE_HASH = "f" * 64
+FAKE_ENGINE_HASH = "e" * 64
 
 
 def header(
@@ -111,7 +112,7 @@ def header(
         seeds=list(seeds),
         arms=list(arms),
         attempts=attempts,
-        engine_hash="e" * 64,
+        engine_hash=FAKE_ENGINE_HASH,
         generator_hash=generator_hash,
         vocabulary_hash="v" * 64,
         environment_hash="distributions:" + "0" * 64,

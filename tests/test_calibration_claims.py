@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from synthetic_runs import DECODING, FAKE_HASH, PUBLISHED_ARMS, header, line, write_run
+from synthetic_runs import (
+    DECODING,
+    FAKE_ENGINE_HASH,
+    FAKE_HASH,
+    PUBLISHED_ARMS,
+    header,
+    line,
+    write_run,
+)
 
 from poisson_tasks.calibration import card_from_run, card_json, read_card_json, render_document
 from poisson_tasks.calibration.artifact import Artifact, PublishedFacts
@@ -46,7 +54,12 @@ def run(
             for t in range(attempts)
         ]
     write_run(folder, header(arms, range(tasks), attempts, **head), lines)
-    return card_from_run(folder, installed_generator_hash=installed, published=list(published))
+    return card_from_run(
+        folder,
+        installed_generator_hash=installed,
+        installed_engine_hash=FAKE_ENGINE_HASH,
+        published=list(published),
+    )
 
 
 def keys(a: Artifact) -> list[str]:
@@ -268,11 +281,20 @@ def test_thresholds_other_than_declared(tmp_path: Path) -> None:
         tmp_path, header(["depth:d1"], range(4), 1), [line("depth:d1", s, 0) for s in range(4)]
     )
     changed = card_from_run(
-        tmp_path, Thresholds(resolution=0.05), installed_generator_hash=FAKE_HASH, published=[]
+        tmp_path,
+        Thresholds(resolution=0.05),
+        installed_generator_hash=FAKE_HASH,
+        installed_engine_hash=FAKE_ENGINE_HASH,
+        published=[],
     )
     assert "thresholds_changed" in keys(changed) and changed.thresholds.resolution == 0.05
     assert "thresholds the run declared" in render_document(changed)
-    same = card_from_run(tmp_path, installed_generator_hash=FAKE_HASH, published=[])
+    same = card_from_run(
+        tmp_path,
+        installed_generator_hash=FAKE_HASH,
+        installed_engine_hash=FAKE_ENGINE_HASH,
+        published=[],
+    )
     assert "thresholds_changed" not in keys(same)
 
 
@@ -317,9 +339,9 @@ def test_card_json_is_sorted_rounded_and_reads_back_equal(tmp_path: Path) -> Non
 _SCRIPT = """
 import sys
 from pathlib import Path
-from synthetic_runs import FAKE_HASH
+from synthetic_runs import FAKE_ENGINE_HASH, FAKE_HASH
 from poisson_tasks.calibration import card_from_run, card_json, render_document
-a = card_from_run(Path(sys.argv[1]), installed_generator_hash=FAKE_HASH, published=[])
+a = card_from_run(Path(sys.argv[1]), installed_generator_hash=FAKE_HASH, installed_engine_hash=FAKE_ENGINE_HASH, published=[])
 sys.stdout.buffer.write(card_json(a) + render_document(a).encode())
 """
 

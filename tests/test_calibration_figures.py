@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy.stats import t as student_t  # type: ignore[import-untyped]
-from synthetic_runs import FAKE_HASH, header, line, write_run
+from synthetic_runs import FAKE_ENGINE_HASH, FAKE_HASH, header, line, write_run
 
 from poisson_tasks.calibration import (
     build_artifact,
@@ -36,7 +36,12 @@ def card(
 ) -> Artifact:
     """A card from a synthetic folder, not stale and with no published cards beside it."""
     write_run(folder, header(arms, seeds, attempts, **head), lines)
-    return card_from_run(folder, installed_generator_hash=FAKE_HASH, published=[])
+    return card_from_run(
+        folder,
+        installed_generator_hash=FAKE_HASH,
+        installed_engine_hash=FAKE_ENGINE_HASH,
+        published=[],
+    )
 
 
 def by_hand_interval(rates: Sequence[float], attempts: int) -> tuple[float, float]:
@@ -366,6 +371,7 @@ def test_records_outside_the_provenance_plan_are_refused(tmp_path: Path) -> None
             records_from_run(tmp_path / "a"),
             provenance_from_run(tmp_path / "b"),
             installed_generator_hash=FAKE_HASH,
+            installed_engine_hash=FAKE_ENGINE_HASH,
             published=[],
         )
 

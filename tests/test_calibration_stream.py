@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 import pytest
-from synthetic_runs import header, line, write_run
+from synthetic_runs import FAKE_ENGINE_HASH, header, line, write_run
 
 from poisson_tasks.calibration import card_from_run, provenance_from_run, records_from_run
 from poisson_tasks.calibration.records import (
@@ -144,10 +144,20 @@ def _peak_bytes(tasks: int, tmp_path: Path) -> int:
         for attempt in (0, 1)
     ]
     folder = write_run(tmp_path / str(tasks), header(ARMS, seeds, 2), lines)
-    card_from_run(folder, installed_generator_hash="f" * 64, published=[])  # warm: imports, caches
+    card_from_run(
+        folder,
+        installed_generator_hash="f" * 64,
+        installed_engine_hash=FAKE_ENGINE_HASH,
+        published=[],
+    )  # warm: imports, caches
     tracemalloc.start()
     try:
-        card_from_run(folder, installed_generator_hash="f" * 64, published=[])
+        card_from_run(
+            folder,
+            installed_generator_hash="f" * 64,
+            installed_engine_hash=FAKE_ENGINE_HASH,
+            published=[],
+        )
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from synthetic_runs import FAKE_HASH, header, line, write_run
+from synthetic_runs import FAKE_ENGINE_HASH, FAKE_HASH, header, line, write_run
 
 from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.artifact import Artifact
@@ -40,7 +40,12 @@ def _text_call(arm: str, seed: int, attempt: int, dialect: str) -> EpisodeLine:
 
 def _card(folder: Path, lines: Sequence[EpisodeLine], arms: Sequence[str] = ARMS) -> Artifact:
     write_run(folder, header(arms, SEEDS, 2), lines)
-    return card_from_run(folder, installed_generator_hash=FAKE_HASH, published=[])
+    return card_from_run(
+        folder,
+        installed_generator_hash=FAKE_HASH,
+        installed_engine_hash=FAKE_ENGINE_HASH,
+        published=[],
+    )
 
 
 def _refusal(folder: Path, lines: Sequence[EpisodeLine]) -> str:

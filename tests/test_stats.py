@@ -8,19 +8,16 @@ from itertools import combinations, pairwise
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
 from poisson_tasks.calibration.stats import (
     Interval,
     call_pair,
     cell_from_scores,
     cell_rate,
-    cluster_bootstrap,
     clustered_se,
     is_saturated,
     median_or_none,
     non_increasing,
-    paired_bootstrap,
     pass_at_k,
     pass_hat_k,
     percentile_or_none,
@@ -132,135 +129,6 @@ def test_cell_rate_is_task_mean_not_pooled() -> None:
         cell_rate(np.array([0.5]), np.array([1.0]))
 
 
-# --------------------------------------------------------------------------- cluster bootstrap
-
-
-def test_cluster_bootstrap_recomputes_exactly() -> None:
-    succ, att = _heterogeneous_cell(np.random.default_rng(1))
-    first = cluster_bootstrap(succ, att, resamples=2000, seed=42)
-    second = cluster_bootstrap(succ.copy(), att.copy(), resamples=2000, seed=42)
-    assert first == second
-    assert cluster_bootstrap(succ, att, resamples=2000, seed=43) != first
-
-
-def test_cluster_bootstrap_follows_documented_recipe() -> None:
-    succ, att = _heterogeneous_cell(np.random.default_rng(2))
-    att[5] = 0  # an unscored task is dropped before resampling
-    succ[5] = 0
-    rates = succ[att > 0] / att[att > 0]
-    raw = np.random.PCG64(9).random_raw(500 * rates.size)  # the documented, version-stable draw
-    idx = (((raw >> np.uint64(32)) * np.uint64(rates.size)) >> np.uint64(32)).reshape(500, -1)
-    low, high = np.quantile(rates[idx].mean(axis=1), [0.05, 0.95], method="linear")
-    got = cluster_bootstrap(succ, att, resamples=500, seed=9, confidence=0.90)
-    assert (got.low, got.high) == (float(low), float(high))
-    assert got.point == pytest.approx(rates.mean(), abs=1e-15)
-
-
-PINNED_FIRST_INDICES = [9, 11, 28, 25, 30, 19, 10, 55]
-
-
-def test_resample_indices_are_pinned_and_uniform() -> None:
-    from poisson_tasks.calibration.stats import resample_indices
-
-    idx = resample_indices(20260925, 2000, 60)
-    assert idx.shape == (2000, 60) and int(idx.min()) == 0 and int(idx.max()) == 59
-    # the first draws are pinned: a numpy release that changed them would move every card's bytes
-    assert idx[0, :8].tolist() == PINNED_FIRST_INDICES
-    counts = np.bincount(idx.ravel().astype(np.int64), minlength=60)
-    expected = idx.size / 60
-    assert float(((counts - expected) ** 2 / expected).sum()) < 120  # chi-square, 59 dof
-
-
-def test_cluster_bootstrap_agrees_with_scipy() -> None:
-    rng = np.random.default_rng(3)
-    att = np.sort(rng.integers(1, 9, size=60))
-    p = np.sort(rng.beta(0.7, 0.7, size=60))  # more attempts on easier tasks: pooled != task mean
-    succ = rng.binomial(att, p)
-    rates = succ / att
-    ours = cluster_bootstrap(succ, att, resamples=2000, seed=5)
-    ref = sps.bootstrap(
-        (rates,),
-        np.mean,
-        n_resamples=2000,
-        method="percentile",
-        confidence_level=0.95,
-        rng=np.random.default_rng(11),
-    ).confidence_interval
-    # Monte Carlo error of a 2.5% quantile from B resamples is sqrt(p(1-p)/B) / f(q), with the
-    # bootstrap distribution of the mean ~ Normal(sd = sd(rates)/sqrt(60)), so f(q) =
-    # phi(1.96)/sd. Two independent runs differ with sd sqrt(2) times that; allow 4 of them.
-    # For 60 tasks sd <= 0.5/sqrt(60), so tol <= ~0.022; here it is ~0.017.
-    sd_boot = rates.std() / math.sqrt(rates.size)
-    se_q = math.sqrt(0.025 * 0.975 / 2000) * sd_boot / sps.norm.pdf(Z975)
-    tol = 4 * math.sqrt(2) * se_q
-    assert tol < 0.025
-    pooled = succ.sum() / att.sum()
-    assert abs(pooled - rates.mean()) > 2 * tol  # a pooled statistic would fail this test
-    assert ours.low == pytest.approx(ref.low, abs=tol)
-    assert ours.high == pytest.approx(ref.high, abs=tol)
-    assert ours.point == pytest.approx(rates.mean(), abs=1e-15)
-
-
-def test_cluster_bootstrap_rejects_bad_arguments() -> None:
-    with pytest.raises(ValueError):
-        cluster_bootstrap(np.array([1]), np.array([2]), seed=0, confidence=1.0)
-    with pytest.raises(ValueError):
-        cluster_bootstrap(np.array([1]), np.array([2]), seed=0, resamples=0)
-    with pytest.raises(ValueError):
-        cluster_bootstrap(np.array([1, 2]), np.array([2]), seed=0)
-
-
-# --------------------------------------------------------------------------- paired bootstrap
-
-
-def test_paired_identical_cells() -> None:
-    succ, att = _heterogeneous_cell(np.random.default_rng(4))
-    res = paired_bootstrap(succ, att, succ, att, resamples=1000, seed=1, confidence=0.95)
-    assert res.diff == 0.0
-    assert (res.interval.low, res.interval.high) == (0.0, 0.0)
-    assert res.churn == 0.0
-    assert (res.pairs_used, res.pairs_dropped) == (60, 0)
-
-
-def test_paired_known_shift_and_churn() -> None:
-    att = np.full(40, 5)
-    a = np.array([3] * 30 + [0] * 10)
-    b = np.where(a > 0, a - 1, a)  # one success fewer on the 30 tasks that had any
-    res = paired_bootstrap(a, att, b, att, resamples=1000, seed=2, confidence=0.95)
-    assert res.diff == pytest.approx(0.2 * 30 / 40, abs=1e-12)
-    assert res.churn == pytest.approx(0.75, abs=1e-15)
-    assert res.interval.low < res.diff < res.interval.high
-    assert res.interval.point == res.diff
-
-
-def test_paired_resampling_is_joint() -> None:
-    rng = np.random.default_rng(5)
-    att = np.full(60, 5)
-    succ = rng.binomial(att, rng.beta(0.7, 0.7, size=60))  # task rates spread over [0, 1]
-    b_succ = np.where(succ > 0, succ - 1, succ)
-    res = paired_bootstrap(succ, att, b_succ, att, resamples=2000, seed=3, confidence=0.95)
-    # Unpaired reference: the two arms resampled with independent index matrices.
-    ra, rb = succ / att, b_succ / att
-    ia = rng.integers(0, 60, size=(2000, 60))
-    ib = rng.integers(0, 60, size=(2000, 60))
-    unpaired = ra[ia].mean(axis=1) - rb[ib].mean(axis=1)
-    lo, hi = np.quantile(unpaired, [0.025, 0.975])
-    paired_width = res.interval.high - res.interval.low
-    assert paired_width < 0.5 * (hi - lo)
-    assert res.interval.low > 0.0
-
-
-def test_paired_drops_unscored_seeds_and_compares_rates_exactly() -> None:
-    a_s, a_n = np.array([0, 1, 2, 3, 1]), np.array([0, 2, 5, 4, 3])
-    b_s, b_n = np.array([1, 2, 4, 3, 0]), np.array([2, 4, 10, 4, 0])
-    res = paired_bootstrap(a_s, a_n, b_s, b_n, resamples=200, seed=0, confidence=0.9)
-    assert (res.pairs_used, res.pairs_dropped) == (3, 2)
-    assert res.churn == 0.0  # 1/2 = 2/4, 2/5 = 4/10, 3/4 = 3/4
-    assert res.diff == pytest.approx(0.0, abs=1e-15)
-    with pytest.raises(ValueError):
-        paired_bootstrap(a_s, a_n, b_s[:4], b_n[:4], seed=0)
-
-
 # --------------------------------------------------------------------------- calls and flags
 
 
@@ -356,25 +224,3 @@ def test_median_and_percentile_or_none() -> None:
     assert percentile_or_none([0.0, 10.0], 25) == pytest.approx(2.5)
     with pytest.raises(ValueError):
         percentile_or_none([1.0], 101)
-
-
-# --------------------------------------------------------------------------- coverage
-
-
-@pytest.mark.slow
-def test_cluster_bootstrap_coverage() -> None:
-    # 60 tasks x 5 attempts, task rates ~ Beta(mean 0.3, a + b = 3, intra-task correlation
-    # 1/(a+b+1) = 0.25); the interval targets the expected task-mean, the Beta mean. A 4000-run
-    # pilot measured coverage ~0.943 (percentile intervals run slightly short at 60 tasks).
-    # With 2000 runs the binomial SE is sqrt(0.943 * 0.057 / 2000) ~= 0.0052, so 0.92 and 0.98
-    # sit > 4 SE away from the expected value; the run takes a few seconds.
-    mean, conc, runs = 0.3, 3.0, 2000
-    rng = np.random.default_rng(2024)
-    att = np.full(60, 5)
-    hits = 0
-    for run in range(runs):
-        p = rng.beta(mean * conc, (1 - mean) * conc, size=60)
-        succ = rng.binomial(att, p)
-        iv = cluster_bootstrap(succ, att, resamples=1000, seed=run)
-        hits += iv.low <= mean <= iv.high
-    assert 0.92 <= hits / runs <= 0.98

@@ -13,6 +13,16 @@ any repeat until `tasks` distinct seeds are drawn, kept in that order. The one r
 are then checked against the derivation.
 
 The API key never enters the file: `model.api_key_env` names the environment variable holding it.
+
+Build pins. An optional `build` section pins the hashes of the instrument (`generator_hash`,
+`engine_hash`, as `poisson-tasks validate` prints them): on a build whose hash differs the document
+is refused, since it would be measured by a different instrument (other tasks, other
+observations). Without the section any build may run it, and the run records the build's hashes.
+
+Ignored keys. `thresholds.bootstrap_resamples` and `thresholds.bootstrap_seed` were read by the
+bootstrap intervals the cards no longer use (the intervals are closed-form; nothing resamples). A
+document that still has them validates with one note saying they are ignored, and they are left
+out of the plan, its hash and the measurement a resumed folder is compared on.
 """
 
 from __future__ import annotations
@@ -34,11 +44,13 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     ValidationError,
     model_serializer,
+    model_validator,
 )
 
 from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import canonical_json, digest
 from poisson_tasks.errors import ArmError, PolicyError, PreregistrationError, ToolFileError
+from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.owntools import ToolSet, load_tool_file
 from poisson_tasks.policycatalogue import parse_model
 from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_difference, tasks_needed
@@ -80,12 +92,15 @@ MAX_COMPLETION_TOKENS = 10_000_000
 MAX_CONCURRENCY = 1_024
 MAX_RETRIES = 100
 MAX_SECONDS = 10_000_000.0  # about 116 days: any wall-clock, timeout or backoff
-MAX_RESAMPLES = 1_000_000
 MIN_RESOLUTION = 0.01  # a finer declared resolution needs more tasks than MAX_TASKS allows
 
 
+IGNORED_THRESHOLDS: tuple[str, ...] = ("bootstrap_resamples", "bootstrap_seed")
+
+
 class Thresholds(BaseModel):
-    """Every threshold a card uses, declared before the run."""
+    """Every threshold a card uses, declared before the run (IGNORED_THRESHOLDS are dropped on
+    reading: older documents, run headers and cards carry them, nothing reads them)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -94,9 +109,32 @@ class Thresholds(BaseModel):
     resolution: float = 0.15
     no_call_max: float = 0.10
     instrument_max: float = 0.02
-    bootstrap_resamples: int = 2000
-    bootstrap_seed: int = 20260925
     confidence: float = 0.95
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_ignored(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and any(k in data for k in IGNORED_THRESHOLDS):
+            return {k: v for k, v in data.items() if k not in IGNORED_THRESHOLDS}
+        return data
+
+
+BUILD_HASHES: tuple[str, ...] = ("generator_hash", "engine_hash")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class Build(BaseModel):
+    """The instrument a pre-registration pins (optional): hashes `poisson-tasks validate` prints."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    generator_hash: str | None = None
+    engine_hash: str | None = None
+
+
+def build_hashes() -> dict[str, str]:
+    """This install's hashes a pre-registration can pin under `build`."""
+    return {"generator_hash": generator_hash(), "engine_hash": engine_hash()}
 
 
 class Slot(NamedTuple):
@@ -252,6 +290,15 @@ class Preregistration(BaseModel):
     budget: Budget
     execution: Execution = Field(default_factory=Execution)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    build: Build | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when not pinned: a document without it keeps the hash it had before.
+        out: dict[str, Any] = handler(self)
+        if out.get("build") is None:
+            out.pop("build", None)
+        return out
 
     def measurement(self) -> dict[str, Any]:
         """The part that defines the measurement: what must match for a folder to be resumed."""
@@ -262,8 +309,13 @@ RESUMABLE_SECTIONS: tuple[str, ...] = ("budget", "execution", "description")
 
 
 def measurement_of(document: Mapping[str, Any]) -> dict[str, Any]:
-    """A pre-registration's JSON form less the sections a resumed session may change."""
-    return {k: v for k, v in document.items() if k not in RESUMABLE_SECTIONS}
+    """A pre-registration's JSON form less the sections a resumed session may change (and less
+    the ignored thresholds, so a folder whose document still has them resumes)."""
+    out = {k: v for k, v in document.items() if k not in RESUMABLE_SECTIONS}
+    thresholds = out.get("thresholds")
+    if isinstance(thresholds, Mapping):
+        out["thresholds"] = {k: v for k, v in thresholds.items() if k not in IGNORED_THRESHOLDS}
+    return out
 
 
 class Resolution(BaseModel):
@@ -296,6 +348,7 @@ class Plan(BaseModel):
     resolution: Resolution
     source: str | None = None
     own_tools: ToolSet | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def specs(self) -> tuple[ArmSpec, ...]:
@@ -371,7 +424,9 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "budget": Budget,
     "execution": Execution,
     "thresholds": Thresholds,
+    "build": Build,
 }
+_OPTIONAL_SECTIONS = ("execution", "thresholds", "build")
 
 
 def _parse_sections(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -397,8 +452,8 @@ def _parse_sections(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for section, model in _SECTIONS.items():
         raw = doc.get(section)
         if raw is None:
-            if section in ("execution", "thresholds"):
-                parsed[section] = model()
+            if section in _OPTIONAL_SECTIONS:
+                parsed[section] = None if section == "build" else model()
                 continue
             problems.append(f"{section}: required section is missing")
             continue
@@ -710,10 +765,45 @@ def _check_thresholds(thresholds: Thresholds) -> list[str]:
             problems.append(
                 f"thresholds.{field}: must be in (0, 1), got {getattr(thresholds, field)}"
             )
-    if thresholds.bootstrap_resamples < 1:
-        problems.append("thresholds.bootstrap_resamples: must be 1 or more")
-    if thresholds.bootstrap_seed < 0:
-        problems.append("thresholds.bootstrap_seed: must be 0 or more")
+    return problems
+
+
+def _ignored_notes(doc: Mapping[str, Any]) -> tuple[str, ...]:
+    """One note naming the ignored thresholds a document still has (none when it has none)."""
+    raw = doc.get("thresholds")
+    found = [k for k in IGNORED_THRESHOLDS if isinstance(raw, Mapping) and k in raw]
+    if not found:
+        return ()
+    return (
+        ", ".join(f"thresholds.{k}" for k in found)
+        + ": ignored (the intervals are closed-form and nothing resamples); left out of the "
+        "plan and its hash, so the lines can be deleted",
+    )
+
+
+def _check_build(build: Build | None) -> list[str]:
+    """A pinned hash must be well formed and this install's: another build is another
+    instrument."""
+    if build is None:
+        return []
+    problems = []
+    ours = build_hashes()
+    for name in BUILD_HASHES:
+        pinned = getattr(build, name)
+        if pinned is None:
+            continue
+        if not _HEX64.match(pinned):
+            problems.append(f"build.{name}: {pinned!r} is not a 64-digit lowercase hex hash")
+        elif pinned != ours[name]:
+            problems.append(
+                f"build.{name}: the pre-registration pins {pinned[:12]}, this install's is "
+                f"{ours[name][:12]}: another build is a different instrument; run it with the "
+                "build it pins, or pin this build's hashes (`poisson-tasks validate` prints them)"
+            )
+    if build.generator_hash is None and build.engine_hash is None:
+        problems.append(
+            "build: pins nothing; give generator_hash and/or engine_hash, or leave the section out"
+        )
     return problems
 
 
@@ -847,15 +937,11 @@ def _check_bounds(parsed: Mapping[str, Any]) -> list[str]:
     if budget is not None:
         problems += _too_big("budget.wall_clock_s", budget.wall_clock_s, MAX_SECONDS, " seconds")
     thresholds: Thresholds | None = parsed.get("thresholds")
-    if thresholds is not None:
-        problems += _too_big(
-            "thresholds.bootstrap_resamples", thresholds.bootstrap_resamples, MAX_RESAMPLES
+    if thresholds is not None and 0.0 < thresholds.resolution < MIN_RESOLUTION:
+        problems.append(
+            f"thresholds.resolution: {thresholds.resolution:g} is below the finest resolution "
+            f"{MIN_RESOLUTION} (it would need more than {MAX_TASKS:,} tasks)"
         )
-        if 0.0 < thresholds.resolution < MIN_RESOLUTION:
-            problems.append(
-                f"thresholds.resolution: {thresholds.resolution:g} is below the finest resolution "
-                f"{MIN_RESOLUTION} (it would need more than {MAX_TASKS:,} tasks)"
-            )
     return problems
 
 
@@ -899,6 +985,7 @@ def validate_preregistration(
         problems += _check_execution(parsed["execution"])
     if "thresholds" in parsed:
         problems += _check_thresholds(parsed["thresholds"])
+    problems += _check_build(parsed.get("build"))
     if problems:
         raise PreregistrationError(problems)
     assert seeds is not None
@@ -925,6 +1012,7 @@ def validate_preregistration(
         resolution=resolution_of(design.tasks, design.attempts, prereg.thresholds.resolution),
         source=source,
         own_tools=own_tools,
+        notes=_ignored_notes(doc),
     )
 
 
@@ -1078,4 +1166,15 @@ def describe_plan(plan: Plan) -> str:
         )
     lines.append(f"  concurrency  {pr.execution.concurrency}")
     lines.append(f"  hash         {plan.preregistration_hash}")
+    pinned = pr.build is not None
+    lines.append(
+        "  build        "
+        + ", ".join(f"{k} {v}" for k, v in build_hashes().items())
+        + (
+            " (pinned by this pre-registration)"
+            if pinned
+            else " (this install's; pin them under `build:` to refuse another build)"
+        )
+    )
+    lines += [f"  note         {note}" for note in plan.notes]
     return "\n".join(lines)

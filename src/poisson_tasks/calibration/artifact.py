@@ -327,6 +327,8 @@ class Artifact(_Frozen):
     model: str
     stale: bool
     installed_generator_hash: str
+    installed_engine_hash: str | None = None
+    stale_hashes: list[str] = Field(default_factory=list)
     provenance: Provenance
     thresholds: Thresholds
     cells: list[Cell]

@@ -36,10 +36,10 @@ from poisson_tasks.calibration.firstrequest import first_request_pin
 from poisson_tasks.calibration.manifest import published_facts
 from poisson_tasks.calibration.provenance import Provenance, provenance_from_header
 from poisson_tasks.calibration.records import EpisodeRecord, RecordStream, episode_rows
-from poisson_tasks.calibration.statements import build_statements
+from poisson_tasks.calibration.statements import build_statements, stale_hashes
 from poisson_tasks.calibration.tally import RunTally
 from poisson_tasks.errors import CardRefusal, RunFolderError
-from poisson_tasks.hashes import generator_hash
+from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import RunHeader, read_header
 
@@ -129,12 +129,13 @@ def build_artifact(
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
+    installed_engine_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
 ) -> Artifact:
     """Every figure of a card, its comparisons, provenance and closing texts.
 
     thresholds default to the ones the run declared (provenance.thresholds). The installed
-    generator hash (for staleness) defaults to this install's, and the published cards (for the
+    generator and engine hashes (for staleness) default to this install's, and the published cards (for the
     "does not claim" lines) to the ones in the repository's calibration folder.
     """
     return artifact_from_tally(
@@ -142,6 +143,7 @@ def build_artifact(
         provenance,
         thresholds,
         installed_generator_hash=installed_generator_hash,
+        installed_engine_hash=installed_engine_hash,
         published=published,
     )
 
@@ -152,13 +154,16 @@ def artifact_from_tally(
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
+    installed_engine_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
 ) -> Artifact:
     """build_artifact from a run's tally (its records already counted, in file order)."""
     th = thresholds if thresholds is not None else provenance.thresholds
-    installed = installed_generator_hash
-    if installed is None:
-        installed = generator_hash()
+    installed = {
+        "generator": installed_generator_hash or generator_hash(),
+        "engine": installed_engine_hash or engine_hash(),
+    }
+    moved = stale_hashes(provenance, installed)
     if published is None:
         published = published_facts()
     peak = _refuse_no_call(tally, th)
@@ -180,8 +185,10 @@ def artifact_from_tally(
     return Artifact(
         kind=kind,
         model=provenance.model,
-        stale=provenance.generator_hash != installed,
-        installed_generator_hash=installed,
+        stale=bool(moved),
+        installed_generator_hash=installed["generator"],
+        installed_engine_hash=installed["engine"],
+        stale_hashes=moved,
         provenance=provenance,
         thresholds=th,
         cells=cells,
@@ -247,6 +254,7 @@ def artifact_from_run(
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
+    installed_engine_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
 ) -> Artifact:
     """build_artifact(records_from_run(folder), provenance_from_run(folder)) in one streamed pass."""
@@ -256,6 +264,7 @@ def artifact_from_run(
         provenance_from_header(header, stream.sha256, stream.written),
         thresholds,
         installed_generator_hash=installed_generator_hash,
+        installed_engine_hash=installed_engine_hash,
         published=published,
     )
 
@@ -265,6 +274,7 @@ def card_from_run(
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
+    installed_engine_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
     observe: LineObserver | None = None,
 ) -> Artifact:
@@ -282,5 +292,6 @@ def card_from_run(
         provenance_from_header(header, stream.sha256, stream.written),
         thresholds,
         installed_generator_hash=installed_generator_hash,
+        installed_engine_hash=installed_engine_hash,
         published=published,
     )

@@ -23,8 +23,8 @@ from poisson_tasks.calibration.artifact import (
     RateFigure,
     ServingObserved,
 )
-from poisson_tasks.calibration.beside import short_hash
 from poisson_tasks.calibration.provenance import Provenance, ServingInfo
+from poisson_tasks.calibration.statements import stale_text
 from poisson_tasks.hashes import describe_environment_hash
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
@@ -775,11 +775,16 @@ def _provenance_section(artifact: Artifact) -> list[str]:
         f"- package version: {provenance.package_version}",
         f"- harness: {provenance.harness}; "
         f"verifiers: {provenance.verifiers_version or NOT_RECORDED}",
-        f"- engine hash: `{provenance.engine_hash}`",
+        f"- engine hash: `{provenance.engine_hash}` "
+        + (
+            f"(stale: this install's is `{artifact.installed_engine_hash}`)"
+            if "engine" in artifact.stale_hashes
+            else "(this install's)"
+        ),
         f"- generator hash: `{provenance.generator_hash}` "
         + (
             f"(stale: this install's is `{artifact.installed_generator_hash}`)"
-            if artifact.stale
+            if "generator" in artifact.stale_hashes
             else "(this install's)"
         ),
         f"- vocabulary hash: `{provenance.vocabulary_hash}`",
@@ -860,12 +865,12 @@ def _banner(artifact: Artifact) -> list[str]:
             "no language model's result."
         )
     if artifact.stale:
-        out.append(
-            f"> **Stale.** This card was made with generator build "
-            f"`{short_hash(artifact.provenance.generator_hash)}`; this install's is "
-            f"`{short_hash(artifact.installed_generator_hash)}`. The tasks it measured are not "
-            "the ones this install generates."
-        )
+        installed = {
+            "generator": artifact.installed_generator_hash,
+            "engine": artifact.installed_engine_hash or artifact.provenance.engine_hash,
+        }
+        text = stale_text(artifact.provenance, installed, artifact.stale_hashes or ["generator"])
+        out.append(f"> **Stale.** {text[0].upper()}{text[1:]}.")
     return out
 
 

@@ -17,7 +17,14 @@ from poisson_tasks.prereg import Thresholds
 PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
 TOP_DEPTH = max(levels("depth"))
 
-__all__ = ["PUBLISHED_DESIGN_TASKS", "TOP_DEPTH", "build_statements", "served_phrase"]
+__all__ = [
+    "PUBLISHED_DESIGN_TASKS",
+    "TOP_DEPTH",
+    "build_statements",
+    "served_phrase",
+    "stale_hashes",
+    "stale_text",
+]
 
 DEPTH_NOTE = (
     "At every depth level the whole eight-stage ladder is on offer, so below "
@@ -29,6 +36,29 @@ DEPTH_NOTE = (
     f"and printed first in every table. At d{TOP_DEPTH} the goal is the top stage, nothing can "
     "overshoot, and the strict and leaky rates are the same."
 )
+
+
+_WHAT_MOVES = {
+    "generator": "the tasks it measured are not the tasks this install generates",
+    "engine": "the tools' answers it saw are not the ones this install's engine gives",
+}
+
+
+def stale_hashes(provenance: Provenance, installed: dict[str, str]) -> list[str]:
+    """The builds (`generator`, `engine`) whose hash on the card is not this install's."""
+    theirs = {"generator": provenance.generator_hash, "engine": provenance.engine_hash}
+    return [name for name in ("generator", "engine") if theirs[name] != installed[name]]
+
+
+def stale_text(provenance: Provenance, installed: dict[str, str], moved: Sequence[str]) -> str:
+    """Which hash moved, from what to what, and what that changes: the one staleness wording."""
+    theirs = {"generator": provenance.generator_hash, "engine": provenance.engine_hash}
+    builds = " and ".join(
+        f"{name} build {short_hash(theirs[name])} (this install's is {short_hash(installed[name])})"
+        for name in moved
+    )
+    effects = "; ".join(_WHAT_MOVES[name] for name in moved)
+    return f"it was made with {builds}: {effects}"
 
 
 def served_phrase(provenance: Provenance) -> str:
@@ -107,7 +137,7 @@ def _claims(
     provenance: Provenance,
     cells: Sequence[Cell],
     knobs: Sequence[KnobTable],
-    installed_generator_hash: str,
+    installed: dict[str, str],
     published: Sequence[PublishedFacts],
     thresholds: Thresholds,
 ) -> list[Claim]:
@@ -193,16 +223,12 @@ def _claims(
     distractor = next((k for k in knobs if k.knob == "distractor"), None)
     if distractor is not None:
         out.append(Claim(key="distractor_experimental", text=_distractor_text(distractor)))
-    if provenance.generator_hash != installed_generator_hash:
+    moved = stale_hashes(provenance, installed)
+    if moved:
         out.append(
             Claim(
                 key="stale",
-                text=(
-                    f"It is tied to the generator build it was made with "
-                    f"({short_hash(provenance.generator_hash)}); this install's generator is "
-                    f"{short_hash(installed_generator_hash)}, so the card is stale: the tasks it "
-                    "measured are not the tasks this install generates."
-                ),
+                text=f"It is stale: {stale_text(provenance, installed, moved)}.",
             )
         )
     resumed = sum(c.resumed for c in cells)
@@ -317,7 +343,7 @@ def build_statements(
     provenance: Provenance,
     cells: Sequence[Cell],
     knobs: Sequence[KnobTable],
-    installed_generator_hash: str,
+    installed: dict[str, str],
     published: Sequence[PublishedFacts],
     thresholds: Thresholds,
 ) -> Statements:
@@ -325,8 +351,6 @@ def build_statements(
     has_top_depth = any(c.knob == "depth" and c.level == TOP_DEPTH and not c.control for c in cells)
     return Statements(
         what_it_is=_what_it_is(kind, provenance, cells, thresholds),
-        does_not_claim=_claims(
-            kind, provenance, cells, knobs, installed_generator_hash, published, thresholds
-        ),
+        does_not_claim=_claims(kind, provenance, cells, knobs, installed, published, thresholds),
         depth_note=DEPTH_NOTE if has_top_depth else None,
     )

@@ -22,16 +22,13 @@ FloatArray = npt.NDArray[np.float64]
 
 __all__ = [
     "Interval",
-    "PairedResult",
     "call_pair",
     "cell_from_scores",
     "cell_rate",
-    "cluster_bootstrap",
     "clustered_se",
     "is_saturated",
     "median_or_none",
     "non_increasing",
-    "paired_bootstrap",
     "pass_at_k",
     "pass_hat_k",
     "percentile_or_none",
@@ -52,17 +49,6 @@ class Interval:
     high: float
     point: float
     sign_rejects: bool | None = None
-
-
-@dataclass(frozen=True)
-class PairedResult:
-    """Paired A-minus-B comparison over shared seeds: difference, interval, churn, pairs used."""
-
-    diff: float
-    interval: Interval
-    churn: float
-    pairs_used: int
-    pairs_dropped: int
 
 
 # --------------------------------------------------------------------------- cell handling
@@ -105,21 +91,6 @@ def _task_rates(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> FloatArray
     if not np.any(keep):
         raise ValueError("cell has no task with a scored attempt")
     return wins[keep] / trials[keep]
-
-
-def _check_interval_args(resamples: int, confidence: float) -> None:
-    """Reject resample counts below one and confidence levels outside (0, 1)."""
-    if resamples < 1:
-        raise ValueError("resamples must be >= 1")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be in (0, 1)")
-
-
-def _percentile_interval(stats: FloatArray, confidence: float, point: float) -> Interval:
-    """Percentile interval: numpy.quantile(method="linear") at (1-c)/2 and 1-(1-c)/2."""
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(stats, [tail, 1.0 - tail], method="linear")
-    return Interval(low=float(low), high=float(high), point=point)
 
 
 # --------------------------------------------------------------------------- pass@k family
@@ -184,82 +155,6 @@ def pass_hat_k(successes: npt.ArrayLike, attempts: npt.ArrayLike, draws: int) ->
 def cell_rate(successes: npt.ArrayLike, attempts: npt.ArrayLike) -> float:
     """pass@1 as the mean over tasks of each task's pass rate (every task weighs the same)."""
     return float(np.mean(_task_rates(successes, attempts)))
-
-
-def resample_indices(seed: int, resamples: int, size: int) -> npt.NDArray[np.uint64]:
-    """A (resamples, n) matrix of indices in [0, n), n = size, the same on every numpy and platform.
-
-    It reads PCG64's raw 64-bit stream (which numpy keeps stable across releases, unlike the
-    Generator's distribution methods) and maps each draw's high 32 bits to [0, n) by
-    multiply-shift, (x >> 32) * n >> 32, whose bias is below n / 2**32.
-    """
-    if size < 1 or size >= 2**31:
-        raise ValueError("size must be between 1 and 2**31 - 1")
-    raw = np.random.PCG64(seed).random_raw(resamples * size)
-    idx: npt.NDArray[np.uint64] = (
-        ((raw >> np.uint64(32)) * np.uint64(size)) >> np.uint64(32)
-    ).reshape(resamples, size)
-    return idx
-
-
-def cluster_bootstrap(
-    successes: npt.ArrayLike,
-    attempts: npt.ArrayLike,
-    *,
-    resamples: int = 2000,
-    seed: int,
-    confidence: float = 0.95,
-) -> Interval:
-    """Task-clustered percentile bootstrap of the task-mean rate; same inputs+seed, same floats.
-
-    Tasks are resampled with replacement (a task's attempts move together) from one
-    resample_indices(seed, resamples, n_tasks) matrix; endpoints are
-    numpy.quantile(method="linear") at (1-confidence)/2 and 1-(1-confidence)/2.
-    """
-    _check_interval_args(resamples, confidence)
-    rates = _task_rates(successes, attempts)
-    idx = resample_indices(seed, resamples, rates.size)
-    stats: FloatArray = rates[idx].mean(axis=1)
-    return _percentile_interval(stats, confidence, float(rates.mean()))
-
-
-def paired_bootstrap(
-    a_succ: npt.ArrayLike,
-    a_att: npt.ArrayLike,
-    b_succ: npt.ArrayLike,
-    b_att: npt.ArrayLike,
-    *,
-    resamples: int = 2000,
-    seed: int,
-    confidence: float = 0.95,
-) -> PairedResult:
-    """Paired bootstrap of mean(rA - rB) over shared seeds, resampling seeds jointly.
-
-    Arrays are aligned by seed. A seed with zero scored attempts in either arm is dropped from
-    the pairing. churn is the share of used seeds whose task pass rate differs between A and B.
-    """
-    _check_interval_args(resamples, confidence)
-    sa, na = _cell(a_succ, a_att)
-    sb, nb = _cell(b_succ, b_att)
-    if sa.shape != sb.shape:
-        raise ValueError("the two cells must be aligned on the same seeds")
-    keep = (na > 0) & (nb > 0)
-    used = int(keep.sum())
-    if used == 0:
-        raise ValueError("no seed has scored attempts in both arms")
-    sa, na, sb, nb = sa[keep], na[keep], sb[keep], nb[keep]
-    rate_gaps = sa / na - sb / nb
-    idx = resample_indices(seed, resamples, used)
-    stats: FloatArray = rate_gaps[idx].mean(axis=1)
-    diff = float(rate_gaps.mean())
-    churn = float(np.mean(sa * nb != sb * na))  # exact integer comparison of the two rates
-    return PairedResult(
-        diff=diff,
-        interval=_percentile_interval(stats, confidence, diff),
-        churn=churn,
-        pairs_used=used,
-        pairs_dropped=int(keep.size - used),
-    )
 
 
 def call_pair(
