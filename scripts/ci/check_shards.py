@@ -170,7 +170,7 @@ def main() -> None:
             "a shard served by another vLLM version (loopback double)",
             versioned,
             work / "m3",
-            "stack_version '0.28.1' against '0.29.0'",
+            "engine version 0.29.0 -> 0.28.1",
         )
         cut = copy(shards[1], work / "shard-1-killed")
         lines = (cut / "episodes.jsonl").read_bytes().splitlines(keepends=True)
