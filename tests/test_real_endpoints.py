@@ -690,6 +690,8 @@ def test_a_few_instrument_failures_below_the_limit_exit_0_and_agree_with_the_car
     ids=["think", "fences", "pythonic", "braces", "functionary", "harmony"],
 )
 def test_detection_is_linear_on_hostile_text(text: str) -> None:
+    # A hang guard, not a speed target: each text is read in well under a second on a quiet
+    # machine, while a backtracking pattern would take minutes; the margin survives a loaded CI.
     t0 = time.perf_counter()
     text_call_dialect(text)
-    assert time.perf_counter() - t0 < 0.5
+    assert time.perf_counter() - t0 < 20
