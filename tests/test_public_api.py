@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import poisson_tasks
+from poisson_tasks import calibration
 
 PUBLIC = [
     "ArmSpec",
@@ -34,6 +36,7 @@ PUBLIC = [
     "run_arm",
     "run_preregistration",
     "run_study",
+    "validate_preregistration",
     "verify",
     "write_card",
 ]
@@ -86,3 +89,37 @@ def test_import_and_help_load_no_layer_below_the_cli() -> None:
         "poisson_tasks.local.defaults",
         "poisson_tasks.stopping",
     ]
+
+
+def test_the_specs_paths_import_and_reading_cards_does_not_load_the_runner() -> None:
+    """reading-a-card.md names `calibration.run_arm`; it is imported on first use, so a process that
+    only reads or renders cards never loads the runner and its endpoint client."""
+    script = (
+        "import sys\n"
+        "import poisson_tasks.calibration as calibration\n"
+        "assert 'poisson_tasks.runner' not in sys.modules and 'openai' not in sys.modules\n"
+        "from poisson_tasks.calibration import run_arm, run_study, StudyResult\n"
+        "from poisson_tasks import study\n"
+        "assert run_arm is study.run_arm and run_study is study.run_study\n"
+        "assert StudyResult is study.StudyResult and 'run_arm' in calibration.__all__\n"
+        "print(run_arm.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["poisson_tasks.calibration.runcard"]
+    try:
+        calibration.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("no AttributeError")
+
+
+def test_the_readme_layout_names_every_module_of_the_package() -> None:
+    """README's Layout block lists every top-level module and package under src/poisson_tasks."""
+    root = Path(poisson_tasks.__file__).parent
+    readme = (root.parents[1] / "README.md").read_text()
+    block = readme.split("## Layout", 1)[1].split("```")[1]
+    names = {p.name for p in root.iterdir() if p.suffix == ".py" and not p.name.startswith("_")}
+    names |= {f"{p.name}/" for p in root.iterdir() if (p / "__init__.py").is_file()}
+    missing = sorted(n for n in names if n not in block)
+    assert not missing, f"README's layout does not name {missing}"

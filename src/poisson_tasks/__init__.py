@@ -29,10 +29,11 @@ _EXPORTS: dict[str, str] = {
     "pinned_bundle": "poisson_tasks.pins",
     # pre-registrations, runs and studies
     "load_preregistration": "poisson_tasks.prereg",
+    "validate_preregistration": "poisson_tasks.prereg",
     "run_preregistration": "poisson_tasks.runner",
     "default_preregistration": "poisson_tasks.study",
-    "run_arm": "poisson_tasks.study",
-    "run_study": "poisson_tasks.study",
+    "run_arm": "poisson_tasks.calibration.runcard",
+    "run_study": "poisson_tasks.calibration.runcard",
     # cards
     "build_artifact": "poisson_tasks.calibration",
     "card_from_run": "poisson_tasks.calibration",

@@ -1,0 +1,57 @@
+"""A pre-registration, or one cell of it, run and carded: `calibration.run_arm` (the spec's path).
+
+It sits in calibration, above the runner, because a card is what it returns; calibration's package
+imports it lazily so that reading and rendering cards does not load the endpoint client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from poisson_tasks.arms import parse_arm_id
+from poisson_tasks.calibration.artifact import Artifact
+from poisson_tasks.calibration.build import card_from_run
+from poisson_tasks.prereg import Plan, load_preregistration, validate_preregistration
+from poisson_tasks.runner import (
+    RunSummary,
+    check_plan_pins,
+    default_run_folder,
+    run_preregistration,
+)
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """The run's summary, its folder, and the card built from it."""
+
+    folder: Path
+    summary: RunSummary
+    artifact: Artifact
+
+
+def run_study(
+    prereg: str | Path | Plan,
+    run_dir: str | Path | None = None,
+    *,
+    show_progress: bool | None = None,
+) -> StudyResult:
+    """Run a pre-registered study into a new folder and build its card (refusals raise CardRefusal)."""
+    plan = prereg if isinstance(prereg, Plan) else load_preregistration(prereg)
+    folder = Path(run_dir) if run_dir is not None else default_run_folder(plan)
+    summary = run_preregistration(plan, folder, show_progress=show_progress)
+    return StudyResult(folder=folder, summary=summary, artifact=card_from_run(folder))
+
+
+def run_arm(
+    prereg: str | Path | Plan, arm: str, run_dir: str | Path, *, show_progress: bool | None = None
+) -> StudyResult:
+    """Run one cell (one arm of a pre-registration, its tasks and attempts) and card it."""
+    plan = prereg if isinstance(prereg, Plan) else load_preregistration(prereg)
+    check_plan_pins(plan)  # the whole plan's contrasts, before the one cell's first request
+    doc = plan.preregistration.model_dump(mode="json")
+    doc["design"]["arms"] = [arm]
+    doc["design"]["horizon"] = parse_arm_id(arm).max_turns(doc["design"]["slack"])
+    doc["name"] = f"{doc['name']}-{arm.replace(':', '-').replace('+', '-').replace('@', '-')}"
+    one = validate_preregistration(doc, source=plan.source)
+    return run_study(one, run_dir, show_progress=show_progress)
