@@ -409,7 +409,7 @@ def test_a_token_budget_stop_keeps_paid_episodes_and_resumes(
             for ln in lines
         )
     )
-    assert "incomplete depth:d1" in res.stdout
+    assert "incomplete depth:d1" in res.stderr
     # the budget is not part of the measurement: a larger one resumes the same folder
     doc = yaml.safe_load(path.read_text())
     doc["budget"]["tokens"] = 10_000_000

@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from poisson_tasks import study
 from poisson_tasks.cli import app
+from poisson_tasks.policycatalogue import POLICY_NAMES
 from poisson_tasks.study import default_preregistration
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,3 +76,34 @@ def test_run_arm_runs_one_cell(tmp_path: Path) -> None:
     assert result.summary.complete
     cells = result.artifact.cells
     assert [c.arm_id for c in cells] == ["depth:d3"]
+
+
+def test_run_and_card_print_the_session_summary_to_the_same_stream(tmp_path: Path) -> None:
+    """One rule (commands.md): stdout is what a command makes, the session summary goes to stderr,
+    for `run` and for `card PREREG` alike; `card TARGET --published` is refused in one line."""
+    doc = yaml.safe_load((ROOT / "preregistrations" / "smoke.yaml").read_text())
+    doc["design"].update(tasks=2, attempts=1)
+    small = tmp_path / "small.yaml"
+    small.write_text(yaml.safe_dump(doc))
+    ran = CliRunner().invoke(app, ["run", str(small), "--out", str(tmp_path / "a"), "--quiet"])
+    carded = CliRunner().invoke(
+        app, ["card", str(small), "--run-dir", str(tmp_path / "b"), "--quiet"]
+    )
+    assert ran.exit_code == 0 and carded.exit_code == 0, ran.output + carded.output
+    assert ran.stdout == "" and carded.stdout.startswith("# Reference-policy card")
+    for res, folder in ((ran, "a"), (carded, "b")):
+        summary = [ln for ln in res.stderr.splitlines() if ln.startswith(("run ", "  "))]
+        assert summary[0] == f"run {tmp_path / folder} session 0: complete", res.stderr
+        assert [ln.split()[0] for ln in summary[1:4]] == ["episodes", "strict", "spend"]
+    refused = CliRunner().invoke(app, ["card", str(tmp_path / "a"), "--published"])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith("error: --published rebuilds the published cards and takes no target")
+
+
+def test_commands_md_names_every_reference_policy_the_server_serves() -> None:
+    text = (ROOT / "docs" / "commands.md").read_text()
+    serves = text.split("## `serve-reference`", 1)[1].split("```", 1)[0]
+    assert [name for name in POLICY_NAMES if f"`{name}`" not in serves] == []
+    count = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    assert f"the {count[len(POLICY_NAMES) - 1]} scripted reference policies" in serves

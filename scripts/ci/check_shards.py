@@ -103,10 +103,10 @@ def main() -> None:
             for index in range(N)
         ]
         for index, run in enumerate(runs):
-            out, err = run.communicate(timeout=600)
+            _, err = run.communicate(timeout=600)
             if run.returncode != 0:
                 raise SystemExit(f"FAIL: shard {index}/{N}: {err}")
-            print("  " + out.splitlines()[0] + " | " + out.splitlines()[1].strip())
+            print("  " + err.splitlines()[0] + " | " + err.splitlines()[1].strip())  # the summary
         print(
             f"4 shards, concurrently, against {', '.join(urls)}: {time.monotonic() - started:.1f} s"
         )

@@ -312,6 +312,11 @@ def card(
     from poisson_tasks.calibration.cardjson import card_json
     from poisson_tasks.calibration.output import write_card
 
+    if published and target is not None:
+        raise PoissonError(
+            f"--published rebuilds the published cards and takes no target: drop {target} "
+            "(or drop --published to card it)"
+        )
     if published:
         checks = calibration.check_published()
         if not checks:
@@ -351,7 +356,11 @@ def card(
 def _run_then_card(
     prereg: Path | None, run_dir: Path | None, out: Path | None, quiet: bool
 ) -> tuple[Artifact, bool]:
-    """Run a pre-registration (or the embedded default) and card it; the summary goes to stderr."""
+    """Run a pre-registration (or the embedded default) and card it; the summary goes to stderr.
+
+    The one rule, shared with `run`: stdout carries what a command makes (here the card); a run's
+    session summary is a report and goes to stderr.
+    """
     from poisson_tasks.calibration.output import write_card
     from poisson_tasks.runner import summary_lines
     from poisson_tasks.study import default_preregistration, run_study
@@ -458,7 +467,7 @@ def run(
         accept_serving_change=accept_serving_change,
     )
     for line in summary_lines(summary):
-        typer.echo(line)
+        typer.echo(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
     if summary.format_alarm:
         typer.echo(
             f"error: {summary.malformed_clause1} of {summary.scored_this_session} scored episodes "
