@@ -108,6 +108,35 @@ def test_pass_at_k_is_attempts_in_python_and_k_in_card_json(tmp_path: Path) -> N
     assert card_json(again) == card_json(a)
 
 
+def test_pass_hat_k_beside_pass_at_k_by_hand_on_card_md_and_card_json(tmp_path: Path) -> None:
+    """pass^k (Yao et al. 2024): all k attempts pass, C(c,k)/C(n,k) per task, averaged over tasks.
+
+    Five attempts at two seeds: seed 0 passes 4 of 5, seed 1 passes 2 of 5."""
+    P, W = "passed", "wrong_state"
+    lines = grid("depth:d3", [[P, P, P, P, W], [P, W, P, W, W]])
+    a = card(tmp_path, ["depth:d3"], range(2), 5, lines)
+    c = a.cell("depth:d3")
+    by_hand = [
+        (k, round((math.comb(4, k) / math.comb(5, k) + math.comb(2, k) / math.comb(5, k)) / 2, 6))
+        for k in range(1, 6)
+    ]
+    assert [(p.attempts, p.value) for p in c.pass_hat_k] == by_hand
+    assert by_hand[1] == (2, 0.35) and by_hand[4] == (5, 0.0)  # (6/10 + 1/10) / 2; nobody 5 of 5
+    assert c.strict is not None and c.pass_hat_k[0].value == c.strict.pass_at_1  # pass^1 = pass@1
+    # pass@2 of the same cell: 1 - C(1,2)/C(5,2) = 1 and 1 - C(3,2)/C(5,2) = 0.7
+    assert [p.value for p in c.pass_at_k][1] == 0.85
+    doc = render_document(a)
+    header = next(ln for ln in doc.splitlines() if ln.startswith("| level |"))
+    row = next(ln for ln in doc.splitlines() if ln.startswith("| `d3` |"))
+    columns = [x.strip() for x in header.strip("|").split("|")]
+    values = dict(zip(columns, (x.strip() for x in row.strip("|").split("|")), strict=True))
+    assert (values["strict pass@2"], values["strict pass^2"]) == ("0.850", "0.350")
+    assert (values["strict pass@5"], values["strict pass^5"]) == ("1.000", "0.000")
+    cell = next(x for x in json.loads(card_json(a))["cells"] if x["arm_id"] == "depth:d3")
+    assert [(p["k"], p["value"]) for p in cell["pass_hat_k"]] == by_hand
+    assert card_json(read_card_json(card_json(a))) == card_json(a)
+
+
 def test_every_task_weighs_the_same_and_instrument_failures_leave_the_denominator(
     tmp_path: Path,
 ) -> None:

@@ -83,6 +83,15 @@ class PassAtK(_Frozen):
     value: float | None
 
 
+class PassHatK(PassAtK):
+    """Strict pass^k (Yao et al. 2024, tau-bench): the chance that all k attempts of a task pass,
+    C(c, k) / C(n, k) per task, averaged over tasks with k scored attempts; None when none has.
+
+    pass@k rewards one success in k tries; pass^k asks for k in k, the reliability a user who runs
+    the same task again meets. Beyond the spec (docs/spec-deviations.md).
+    """
+
+
 class Instrument(_Frozen):
     """Episodes the instrument failed: out of every denominator, counted as they happened."""
 
@@ -164,6 +173,7 @@ class Cell(_Frozen):
     leaky: RateFigure | None
     overshoot: float | None
     pass_at_k: list[PassAtK]
+    pass_hat_k: list[PassHatK]
     no_tool_call: float | None
     stopped_short: float | None
     saturated_strict: bool | None

@@ -20,6 +20,7 @@ from poisson_tasks.calibration.artifact import (
     Instrument,
     NoCalls,
     PassAtK,
+    PassHatK,
     RateFigure,
     Totals,
 )
@@ -30,6 +31,7 @@ from poisson_tasks.calibration.stats import (
     IntArray,
     is_saturated,
     median_or_none,
+    pass_hat_k,
     percentile_or_none,
     task_pass_at_k,
 )
@@ -115,6 +117,16 @@ def _pass_at_k(counts: CellCounts, attempts: int) -> list[PassAtK]:
         has_k = bool(np.any(counts.attempts >= attempts_k))
         value = task_pass_at_k(counts.strict, counts.attempts, attempts_k) if has_k else None
         out.append(PassAtK(attempts=attempts_k, value=_r(value)))
+    return out
+
+
+def _pass_hat_k(counts: CellCounts, attempts: int) -> list[PassHatK]:
+    """Strict pass^k for k from 1 to the attempts (pass^1 is pass@1, kept so the list reads alike)."""
+    out = []
+    for attempts_k in range(1, attempts + 1):
+        has_k = bool(np.any(counts.attempts >= attempts_k))
+        value = pass_hat_k(counts.strict, counts.attempts, attempts_k) if has_k else None
+        out.append(PassHatK(attempts=attempts_k, value=_r(value)))
     return out
 
 
@@ -220,6 +232,7 @@ def build_cell(
         leaky=leaky,
         overshoot=_share(cell.overshoot, scored) if figures else None,
         pass_at_k=_pass_at_k(counts, attempts) if figures and scored else [],
+        pass_hat_k=_pass_hat_k(counts, attempts) if figures and scored else [],
         no_tool_call=no_call_share(cell) if figures else None,
         stopped_short=_share(cell.stopped_short, scored) if figures else None,
         saturated_strict=is_saturated(strict.pass_at_1, *sat) if strict else None,

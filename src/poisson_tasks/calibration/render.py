@@ -101,6 +101,7 @@ LEVEL_COLUMNS = (
     "leaky interval",
     "overshoot",
     *(f"strict pass@{k}" for k in SHOWN_K),
+    *(f"strict pass^{k}" for k in SHOWN_K),
     "median model calls",
     "median tokens",
     "median episode seconds",
@@ -115,6 +116,13 @@ LEVEL_COLUMNS = (
 
 def _pass_at(cell: Cell, attempts: int) -> str:
     for figure in cell.pass_at_k:
+        if figure.attempts == attempts:
+            return _rate(figure.value)
+    return NA
+
+
+def _pass_hat(cell: Cell, attempts: int) -> str:
+    for figure in cell.pass_hat_k:
         if figure.attempts == attempts:
             return _rate(figure.value)
     return NA
@@ -143,6 +151,7 @@ def _level_row(cell: Cell, depth: bool) -> list[str]:
         _interval(cell.leaky),
         _rate(cell.overshoot),
         *(_pass_at(cell, k) for k in SHOWN_K),
+        *(_pass_hat(cell, k) for k in SHOWN_K),
         _num(cell.median_model_calls, NA),
         _num(cell.median_tokens),
         _secs(cell.median_episode_s),
