@@ -219,7 +219,14 @@ def test_a_study_without_usage_stops_at_its_token_cap(tmp_path: Path) -> None:
     assert all(ln.usage.estimated_tokens for ln in lines)
     card = card_from_run(tmp_path / "run")
     assert card.serving_observed is not None and card.serving_observed.estimated_share == 1.0
-    assert "(100.0% of all tokens)" in render_document(card)
+    doc = render_document(card)
+    assert "(100.0% of all tokens)" in doc
+    # the cost section says it too: tokens are estimated only where usage was missing
+    doc_lines = doc.splitlines()
+    heading = next(i for i, ln in enumerate(doc_lines) if ln.startswith("## Cost: token totals"))
+    totals_heading = doc_lines[heading + 2]
+    estimated = card.serving_observed.estimated_tokens
+    assert f"Estimated, not measured: {estimated:,} tokens (100.0% of all tokens)" in totals_heading
 
 
 # --------------------------------------------------------------------------- failed responses

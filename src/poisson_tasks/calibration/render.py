@@ -488,7 +488,9 @@ def _cost_sections(artifact: Artifact) -> list[str]:
         "",
         "## Cost: token totals and dollars (every episode, instrument failures included)",
         "",
-        rate_line + " Reasoning tokens are part of the completion tokens and are not added again.",
+        rate_line
+        + " Reasoning tokens are part of the completion tokens and are not added again."
+        + _estimated_note(artifact.serving_observed),
         "",
     ]
     missing_usd = "no rate" if rates is None else NOT_RECORDED
@@ -650,6 +652,18 @@ def _servings_lines(provenance: Provenance) -> list[str]:
         change = f" (not as session #0: {session.serving_change})" if session.serving_change else ""
         lines.append(f"  - session #{session.index}: {_serving_summary(served)}{change}")
     return lines
+
+
+def _estimated_note(observed: ServingObserved | None) -> str:
+    """Tokens are measured; only those of responses without usage are estimated, and then said."""
+    if observed is None or not observed.estimated_tokens:
+        return ""
+    share = f"{observed.estimated_share:.1%}" if observed.estimated_share is not None else "-"
+    return (
+        f" Estimated, not measured: {observed.estimated_tokens:,} tokens ({share} of all tokens), "
+        "of responses that reported no usage, counted with the pinned tokenizer (o200k_base), "
+        "another model's tokenizer; the dollars on them are estimates too."
+    )
 
 
 def _observed_lines(observed: ServingObserved | None) -> list[str]:
