@@ -368,3 +368,39 @@ def test_validate_caps_an_mdd_above_one_in_words(tmp_path: Path) -> None:
     assert "above 1: no difference can be resolved at this size" in res.stdout
     assert "1.144" not in res.stdout
     assert "349 tasks per arm resolve" in res.stdout
+
+
+def test_the_first_look_is_30_episodes_and_validate_says_what_it_can_and_cannot_read() -> None:
+    plan = load_preregistration(PREREGS / "first-look.yaml")
+    assert plan.episodes == 30 and plan.attempts == 1 and len(plan.seeds) == 10
+    res = cli.invoke(app, ["validate", str(PREREGS / "first-look.yaml")])
+    assert res.exit_code == 0, res.output
+    reads = [ln for ln in res.stdout.splitlines() if ln.startswith("  reads ")]
+    # 2.80 / sqrt(10) = 0.886 under Var(d) = 1; 2.80 * sqrt(0.5 / 10) = 0.626 for independent arms
+    assert "a level-to-level difference of 0.886 or more is called" in reads[0]
+    assert "(0.626 or more between independent arms)" in reads[0]
+    assert "the declared 0.150 among them, may read `cannot tell`" in reads[0]
+    assert reads[1].startswith("  reads        one attempt per task: pass@k and pass^k")
+    assert "349 tasks per arm resolve" in res.stdout
+
+
+def test_validate_reads_a_design_that_compares_nothing_or_resolves_its_declared_difference(
+    tmp_path: Path,
+) -> None:
+    doc = yaml.safe_load((PREREGS / "first-look.yaml").read_text(encoding="utf-8"))
+    doc["design"].update(arms=["faults:f4"], horizon=11)
+    one = tmp_path / "one.yaml"
+    one.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    res = cli.invoke(app, ["validate", str(one)])
+    assert res.exit_code == 0, res.output
+    assert "  reads        no knob has two levels here: nothing is compared" in res.stdout
+    doc["design"].update(arms=["faults:f0", "faults:f4", "faults:f0+len(f4)"], tasks=400)
+    doc["budget"]["tokens"] = 50_000_000
+    big = tmp_path / "big.yaml"
+    big.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    res = cli.invoke(app, ["validate", str(big)])
+    assert res.exit_code == 0, res.output
+    assert (
+        "  reads        every level-to-level difference of the declared 0.150 or more" in res.stdout
+    )
+    assert "under-powered" not in res.stdout

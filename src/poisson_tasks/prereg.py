@@ -841,6 +841,47 @@ def _mdd_text(mdd: float) -> str:
     return f"{mdd:.3f}"
 
 
+def _reads(plan: Plan) -> list[str]:
+    """What the design can and cannot resolve, in words, from the resolution figures above."""
+    resolution = plan.resolution
+    levels: dict[str, set[str]] = {}
+    for arm in plan.arms:
+        spec = parse_arm_id(arm)
+        if not spec.is_control:
+            levels.setdefault(spec.knob, set()).add(arm)
+    out = []
+    if not any(len(arms) > 1 for arms in levels.values()):
+        out.append(
+            "no knob has two levels here: nothing is compared, and the card gives each arm's rates "
+            "with their intervals only"
+        )
+    elif resolution.mdd_any > 1.0:
+        out.append(
+            "no level-to-level difference is guaranteed at this size (the worst-case MDD is above "
+            "1); a pair whose seeds agree closely can still be called, and any other reads "
+            "`cannot tell`, which says the design was too small, not that the levels are alike"
+        )
+    elif resolution.under_powered:
+        out.append(
+            f"a level-to-level difference of {resolution.mdd_any:.3f} or more is called at 80% "
+            f"power however the arms are paired ({resolution.mdd_independent:.3f} or more between "
+            f"independent arms); a smaller one, the declared {resolution.declared:.3f} among "
+            "them, may read `cannot tell`, which says the design was too small, not that the "
+            "levels are alike"
+        )
+    else:
+        out.append(
+            f"every level-to-level difference of the declared {resolution.declared:.3f} or more, "
+            "at 80% power however the arms are paired"
+        )
+    if plan.attempts == 1:
+        out.append(
+            "one attempt per task: pass@k and pass^k beyond k = 1 read n/a, and whether a task's "
+            "attempts agree with each other is not seen"
+        )
+    return out
+
+
 def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
     """The design's resolution: MDD at alpha 0.05 and 80% power under worst-case variance."""
     mdd_any = minimum_detectable_difference(tasks, attempts)
@@ -1153,6 +1194,7 @@ def describe_plan(plan: Plan) -> str:
             f"({resolution.tasks_needed_independent} for independent arms). Pairs with less "
             "variance can still be called."
         )
+    lines += [f"  reads        {line}" for line in _reads(plan)]
     budget = pr.budget
     lines.append(
         f"  budget       {budget.tokens:,} tokens, {budget.wall_clock_s:g} s per session, "
