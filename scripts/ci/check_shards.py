@@ -179,7 +179,7 @@ def main() -> None:
             "a missing slot (a shard's last line gone)",
             [shards[0], cut, *shards[2:]],
             work / "m4",
-            "slots are missing",
+            "of the plan's 80 slots is missing",
         )
         doubled = copy(shards[1], work / "shard-1-doubled")
         first = (shards[0] / "episodes.jsonl").read_bytes().splitlines(keepends=True)[0]
