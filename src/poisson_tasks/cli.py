@@ -490,6 +490,49 @@ def run(
 
 @app.command()
 @exits
+def replay(
+    run_dir: Annotated[
+        Path, typer.Argument(help="A run folder (a whole run, a shard, or a merge).")
+    ],
+    sample: Annotated[
+        int,
+        typer.Option("--sample", help="How many of the run's scored slots to run again."),
+    ],
+    seed: Annotated[
+        int, typer.Option("--seed", help="The seed the sample is drawn with (across arms).")
+    ] = 0,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    accept_serving_change: Annotated[
+        bool,
+        typer.Option(
+            "--accept-serving-change",
+            help="Continue a replay folder whose serving changed since its first session.",
+        ),
+    ] = False,
+) -> None:
+    """Run a seeded sample of a run's scored slots again into RUN_DIR/replay/; print agreement.
+
+    Same endpoint, decoding and per-attempt seeds as the run; the card then has a Reproducibility
+    section. Run again with the same --sample and --seed to continue an interrupted replay.
+    Exit codes as `run`'s.
+    """
+    from poisson_tasks.study import replay_study
+
+    _writing.append(run_dir / "replay")
+    result = replay_study(
+        run_dir,
+        sample,
+        seed,
+        show_progress=False if quiet else None,
+        accept_serving_change=accept_serving_change,
+    )
+    for line in result.lines():
+        typer.echo(line)
+    raise typer.Exit(result.summary.exit_code)
+
+
+@app.command()
+@exits
 def merge(
     folders: Annotated[
         list[Path] | None,
@@ -576,10 +619,12 @@ def probe(
 
 def _stopped_line(signum: int) -> str:
     """The one line a stop outside a run's own handling prints (a hint only where it works)."""
+    from poisson_tasks.runner.folder import resume_hint
+
     name = stopping.signal_name(signum)
     for folder in _writing:
         if (folder / "run.json").is_file():
-            return f"error: stopped by {name}; continue with poisson-tasks run --resume {folder}"
+            return f"error: stopped by {name}; continue with {resume_hint(folder)}"
     return f"error: stopped by {name}; nothing was written"
 
 

@@ -77,6 +77,11 @@ class ShardError(PoissonError):
     tasks), or a folder resumed as another shard than the one it holds."""
 
 
+class ReplayError(PoissonError):
+    """A replay that cannot be drawn or run: a bad sample size, a folder that is not a run, or a
+    replay folder drawn otherwise (exit 2, nothing written)."""
+
+
 class MergeError(PoissonError):
     """Shard folders that do not make one study: another plan, another instrument, another
     serving, or a slot missing or held twice; the message names which."""

@@ -210,6 +210,17 @@ class Decoding(BaseModel):
         return _drop_unset(self, handler, ("seed",))
 
 
+class ReplayDesign(BaseModel):
+    """`design.replay`: after the main run, replay a seeded sample of its scored slots
+    (`poisson-tasks replay`, runner/replay.py) into RUN_DIR/replay/, so the card can say how much of
+    the run comes out the same when it is run again on the same serving."""
+
+    model_config = _STRICT
+
+    sample: int = Field(description="how many scored slots to run again, drawn across arms")
+    seed: int = Field(default=0, description="the seed the sample is drawn with")
+
+
 class Design(BaseModel):
     """What is measured: arms x seeds x attempts, the split, strictness, turn limit and horizon,
     and the harness that runs each episode: `native` (the runner's own loop, the fast default) or
@@ -237,12 +248,13 @@ class Design(BaseModel):
     own_tools_sha256: str | None = Field(
         default=None, description="the tool file's SHA-256; filled in when not stated"
     )
+    replay: ReplayDesign | None = None
 
     @model_serializer(mode="wrap")
     def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # The default harness and absent own tools are left out of the document's JSON, so the
-        # hashes of every pre-registration written before those options existed stay as they were.
-        out = _drop_unset(self, handler, ("own_tools", "own_tools_sha256"))
+        # The default harness, absent own tools and no replay are left out of the document's JSON,
+        # so the hashes of every pre-registration written before those options existed stay.
+        out = _drop_unset(self, handler, ("own_tools", "own_tools_sha256", "replay"))
         if out.get("harness") == "native":
             del out["harness"]
         return out
@@ -675,6 +687,18 @@ def _check_design(
         problems.append(f"design.attempts: must be 1 or more, got {design.attempts}")
     if design.turn_limit < 1:
         problems.append(f"design.turn_limit: must be 1 or more, got {design.turn_limit}")
+    if design.replay is not None and design.replay.sample < 1:
+        problems.append(
+            f"design.replay.sample: must be 1 or more, got {design.replay.sample} (the slots "
+            "replayed after the run); remove design.replay for no replay"
+        )
+    if design.replay is not None and design.tasks >= 1 and design.attempts >= 1:
+        planned = len(design.arms) * design.tasks * design.attempts
+        if design.replay.sample > planned:
+            problems.append(
+                f"design.replay.sample: {design.replay.sample} is more than the {planned} slots "
+                "the design plans; replay at most that many"
+            )
     seeds: list[int] | None = None
     if not design.seed_string.strip():
         problems.append(

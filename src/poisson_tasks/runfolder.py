@@ -22,6 +22,10 @@ Shards. A folder made by `run --shard i/n` records `shard` (ShardRecord) and hol
 shard's slots, within its share of the caps; a folder made by `merge` records `merged`
 (MergeRecord) and holds every shard's lines, sessions renumbered. A whole run's header has neither
 key, so its bytes are as they were before shards existed.
+
+Replays. `poisson-tasks replay RUN_DIR` runs a seeded sample of the run's scored slots again into
+the folder RUN_DIR/replay/ (REPLAY), a run folder of its own whose header records `replay`
+(ReplayRecord): the sample's size, seed, rule and slots. A run's own header never has that key.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from poisson_tasks.verifier import Outcome
 
 HEADER = "run.json"
 EPISODES = "episodes.jsonl"
+REPLAY = "replay"  # the folder inside a run folder that holds its replay
 FORMAT = "poisson-tasks/run-folder@1"
 
 StopReason = Literal[
@@ -211,6 +216,24 @@ class MergeRecord(BaseModel):
     shards: list[MergedShard]
 
 
+class ReplayRecord(BaseModel):
+    """This folder replays a sample of another run's scored slots (`poisson-tasks replay`).
+
+    `sample` slots drawn with `seed` by the rule `rule` (runner/replay.py) from the
+    `scored` slots the run held when the replay began; `slots` lists them ([arm, seed, attempt])
+    and `slots_sha256` is their digest, which a resumed replay checks before it runs a slot.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sample: int
+    seed: int
+    rule: str
+    scored: int
+    slots: list[tuple[str, int, int]]
+    slots_sha256: str
+
+
 class RunHeader(BaseModel):
     """The run's header: what was planned, how it was served, and every session that wrote to it."""
 
@@ -236,12 +259,14 @@ class RunHeader(BaseModel):
     own_tools: OwnToolsRecord | None = None
     shard: ShardRecord | None = None
     merged: MergeRecord | None = None
+    replay: ReplayRecord | None = None
 
     @model_serializer(mode="wrap")
     def _drop_unsharded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A folder that is neither a shard nor a merge keeps the bytes it had before either."""
+        """A folder that is neither a shard, a merge nor a replay keeps the bytes it had before
+        any of them."""
         out: dict[str, Any] = handler(self)
-        for key in ("shard", "merged"):
+        for key in ("shard", "merged", "replay"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

@@ -2,19 +2,71 @@
 
 This is what `poisson-tasks card PREREG.yaml` (and, with no file, the embedded default) runs. The
 run-and-card functions are defined in calibration (`calibration.run_arm`, the spec's path) and
-re-exported here; this module adds the embedded default pre-registration.
+re-exported here; this module adds the embedded default pre-registration and the replay (a
+seeded sample of a run folder run again, measured for the card's Reproducibility section).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from poisson_tasks.calibration.artifact import Reproducibility
+from poisson_tasks.calibration.render import reproducibility_lines
+from poisson_tasks.calibration.reproducibility import measure_replay
 from poisson_tasks.calibration.runcard import StudyResult, run_arm, run_study
+from poisson_tasks.runfolder import read_header
+from poisson_tasks.runner import RunSummary, replay_run, summary_lines
 
-__all__ = ["StudyResult", "default_preregistration", "run_arm", "run_study"]
+__all__ = [
+    "ReplayResult",
+    "StudyResult",
+    "default_preregistration",
+    "replay_study",
+    "run_arm",
+    "run_study",
+]
 
 
 def default_preregistration() -> Path:
     """The embedded default: a small design against the in-process reference endpoint."""
     return Path(str(files("poisson_tasks") / "data" / "smoke.yaml"))
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """A replay's session summary and the Reproducibility section it gives the run's card."""
+
+    summary: RunSummary
+    reproducibility: Reproducibility | None
+    confidence: float
+
+    def lines(self) -> list[str]:
+        """What `poisson-tasks replay` prints: the session, then the card's section."""
+        section = reproducibility_lines(self.reproducibility, self.confidence)
+        return [*summary_lines(self.summary), *section]
+
+
+def replay_study(
+    run_dir: str | Path,
+    sample: int,
+    seed: int = 0,
+    *,
+    show_progress: bool | None = None,
+    accept_serving_change: bool = False,
+) -> ReplayResult:
+    """Replay a seeded sample of a run folder's scored slots (runner.replay_run) and measure how
+    much of it came out the same (the card's Reproducibility section)."""
+    summary = replay_run(
+        run_dir,
+        sample,
+        seed,
+        show_progress=show_progress,
+        accept_serving_change=accept_serving_change,
+    )
+    return ReplayResult(
+        summary=summary,
+        reproducibility=measure_replay(run_dir),
+        confidence=read_header(Path(run_dir)).thresholds.confidence,
+    )

@@ -32,6 +32,7 @@ __all__ = [
     "CellCosts",
     "Claim",
     "Comparison",
+    "FirstDifference",
     "Instrument",
     "KnobTable",
     "NoCallPeak",
@@ -40,6 +41,8 @@ __all__ = [
     "PassAtK",
     "PublishedFacts",
     "RateFigure",
+    "ReplayShare",
+    "Reproducibility",
     "ServingObserved",
     "Statements",
     "Totals",
@@ -329,6 +332,57 @@ class FirstRequestPin(_Frozen):
     contrasts: list[FirstRequestContrast] = Field(default_factory=list)
 
 
+class ReplayShare(_Frozen):
+    """Of the replayed episodes, how many had one property, the share, and its interval (the
+    card's rate interval with the task as the cluster, calibration/intervals.py)."""
+
+    count: int
+    share: float
+    low: float
+    high: float
+
+
+class FirstDifference(_Frozen):
+    """Where a replayed episode first parted from the run's: the model call (from 1) and what
+    differed there first: `call` (the calls made), `text` (the reply's text, the calls the same)
+    or `end` (one episode ended where the other went on)."""
+
+    turn: int
+    kind: Literal["call", "text", "end"]
+    episodes: int
+
+
+class Reproducibility(_Frozen):
+    """A replay of a sample of the run's scored slots set beside the run (runner/replay.py).
+
+    A transcript is identical when every message (the model's text and calls, the tools'
+    answers) has the same bytes, tool-call ids left out (servers draw them at random); the
+    tool calls are the same when the scored calls match name and arguments, turn by turn; the
+    verdict is the verifier's outcome. `serving_differences` is pin N10's comparison of the run's
+    first session with each replay session (servingpin.compare_serving): empty when it held,
+    otherwise the replay is not a like-for-like re-run.
+    """
+
+    sample: int
+    seed: int
+    rule: str
+    scored_in_run: int
+    replayed: int
+    not_yet_replayed: int
+    identical_transcript: ReplayShare
+    same_tool_calls: ReplayShare
+    same_verdict: ReplayShare
+    different_verdict: ReplayShare
+    pass_flips: int
+    first_differences: list[FirstDifference]
+    resolution: float
+    run_serving: dict[str, str]
+    replay_serving: dict[str, str]
+    serving_differences: list[str]
+    replay_records_sha256: str
+    reading: str
+
+
 class Artifact(_Frozen):
     """A card: one model's figures per level, the comparisons, costs, provenance and texts."""
 
@@ -350,14 +404,17 @@ class Artifact(_Frozen):
     statements: Statements
     serving_observed: ServingObserved | None = None
     first_request: FirstRequestPin | None = None
+    reproducibility: Reproducibility | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out when None: a card without serving observations keeps the bytes it had before
-        # the field existed (the published reference-policy cards).
+        # Left out when None: a card without serving observations or a replay keeps the bytes it
+        # had before the field existed (the published reference-policy cards); card.md says
+        # "not replayed".
         out: dict[str, Any] = handler(self)
-        if out.get("serving_observed") is None:
-            out.pop("serving_observed", None)
+        for key in ("serving_observed", "reproducibility"):
+            if out.get(key) is None:
+                out.pop(key, None)
         return out
 
     def cell(self, arm_id: str) -> Cell:

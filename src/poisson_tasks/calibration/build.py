@@ -36,6 +36,7 @@ from poisson_tasks.calibration.firstrequest import first_request_pin
 from poisson_tasks.calibration.manifest import published_facts
 from poisson_tasks.calibration.provenance import Provenance, provenance_from_header
 from poisson_tasks.calibration.records import EpisodeRecord, RecordStream, episode_rows
+from poisson_tasks.calibration.reproducibility import ReplaySide
 from poisson_tasks.calibration.statements import build_statements, stale_hashes
 from poisson_tasks.calibration.tally import RunTally
 from poisson_tasks.errors import CardRefusal, RunFolderError
@@ -233,20 +234,38 @@ def _observed(
         yield number, doc
 
 
+def _both(first: LineObserver, second: LineObserver) -> LineObserver:
+    def observe(number: int, doc: Mapping[str, Any]) -> None:
+        first(number, doc)
+        second(number, doc)
+
+    return observe
+
+
 def _tallied(
-    folder: Path, observe: LineObserver | None = None
+    folder: Path, observe: LineObserver | None = None, replay: ReplaySide | None = None
 ) -> tuple[RunTally, RunHeader, RecordStream]:
     """One streamed pass over a run folder: every episode line read, checked against the
     header's plan and counted, the lines hashed on the way; no episode is kept (`observe` sees
-    each line's fields before it is checked)."""
+    each line's fields before it is checked) but the replayed slots' lines `replay` keeps."""
     header = read_header(folder)
     stream = RecordStream(folder)
     tally = RunTally(header.arms, header.seeds, header.attempts)
     add = tally.add
+    if replay is not None:
+        observe = replay.keep if observe is None else _both(observe, replay.keep)
     lines = stream if observe is None else _observed(stream, observe)
     for row in episode_rows(lines, header):
         add(row)
     return tally, header, stream
+
+
+def _with_replay(artifact: Artifact, replay: ReplaySide | None, header: RunHeader) -> Artifact:
+    """The card with its Reproducibility section when the run folder holds a replay."""
+    if replay is None:
+        return artifact
+    measured = replay.measure(header, artifact.thresholds)
+    return artifact.model_copy(update={"reproducibility": measured})
 
 
 def artifact_from_run(
@@ -257,9 +276,11 @@ def artifact_from_run(
     installed_engine_hash: str | None = None,
     published: Sequence[PublishedFacts] | None = None,
 ) -> Artifact:
-    """build_artifact(records_from_run(folder), provenance_from_run(folder)) in one streamed pass."""
-    tally, header, stream = _tallied(Path(folder))
-    return artifact_from_tally(
+    """build_artifact(records_from_run(folder), provenance_from_run(folder)) in one streamed pass;
+    a replay in the folder (RUN_DIR/replay/) adds the Reproducibility section."""
+    replay = ReplaySide.open(Path(folder))
+    tally, header, stream = _tallied(Path(folder), replay=replay)
+    artifact = artifact_from_tally(
         tally,
         provenance_from_header(header, stream.sha256, stream.written),
         thresholds,
@@ -267,6 +288,7 @@ def artifact_from_run(
         installed_engine_hash=installed_engine_hash,
         published=published,
     )
+    return _with_replay(artifact, replay, header)
 
 
 def card_from_run(
@@ -281,13 +303,14 @@ def card_from_run(
     """artifact_from_run, refusing a folder with no scored episode (a run stopped before its
     first, or only instrument failures) with CardRefusal: a card of nothing but "n/a" would read
     as a result. `observe`, when given, is called with each episode line as the pass reads it."""
-    tally, header, stream = _tallied(Path(folder), observe)
+    replay = ReplaySide.open(Path(folder))
+    tally, header, stream = _tallied(Path(folder), observe, replay)
     if not tally.scored:
         raise CardRefusal(
             f"{folder} holds no scored episode yet ({tally.totals.episodes} instrument failures): "
             f"nothing to card; run it first: poisson-tasks run --resume {shlex.quote(str(folder))}"
         )
-    return artifact_from_tally(
+    artifact = artifact_from_tally(
         tally,
         provenance_from_header(header, stream.sha256, stream.written),
         thresholds,
@@ -295,3 +318,4 @@ def card_from_run(
         installed_engine_hash=installed_engine_hash,
         published=published,
     )
+    return _with_replay(artifact, replay, header)

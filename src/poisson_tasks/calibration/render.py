@@ -21,6 +21,8 @@ from poisson_tasks.calibration.artifact import (
     KnobTable,
     Ordering,
     RateFigure,
+    ReplayShare,
+    Reproducibility,
     ServingObserved,
 )
 from poisson_tasks.calibration.provenance import Provenance, ServingInfo
@@ -36,7 +38,13 @@ NA = "n/a"
 SHOWN_K = (2, 5)
 FEW_EVENTS_NOTE = "few events: interval wide"
 
-__all__ = ["level_columns", "percent", "render_document", "render_knob"]
+__all__ = [
+    "level_columns",
+    "percent",
+    "render_document",
+    "render_knob",
+    "reproducibility_lines",
+]
 
 
 def _rate(value: float | None) -> str:
@@ -781,6 +789,84 @@ def _pins_section(artifact: Artifact) -> list[str]:
     ]
 
 
+NOT_REPLAYED = (
+    "Not replayed: no sample of this run was run again (`poisson-tasks replay RUN_DIR --sample N` "
+    "measures how much of a run comes out the same)."
+)
+
+
+def _replay_row(label: str, figure: ReplayShare) -> list[str]:
+    return [
+        label,
+        str(figure.count),
+        f"{figure.share:.3f}",
+        f"[{figure.low:.3f}, {figure.high:.3f}]",
+    ]
+
+
+def _serving_facts_line(facts: dict[str, str]) -> str:
+    return "; ".join(f"{label} {value}" for label, value in facts.items())
+
+
+def reproducibility_lines(rep: Reproducibility | None, confidence: float) -> list[str]:
+    """The card's Reproducibility section: a replayed sample beside the run
+    (calibration/reproducibility.py), or "not replayed"."""
+    out = ["", "## Reproducibility", ""]
+    if rep is None:
+        return [*out, NOT_REPLAYED]
+    out.append(
+        f"A replay ran {rep.sample} of the run's {rep.scored_in_run} scored slots again, drawn "
+        f"across arms with seed {rep.seed} (rule `{rep.rule}`), against the run's endpoint with "
+        f"its decoding and per-attempt seeds: {rep.replayed} replayed, {rep.not_yet_replayed} "
+        "not yet."
+    )
+    if rep.replayed:
+        level = percent(confidence)
+        out += [""]
+        out += _table(
+            (f"of {rep.replayed} replayed episodes", "count", "share", f"{level} interval"),
+            [
+                _replay_row("identical transcript", rep.identical_transcript),
+                _replay_row("same tool calls", rep.same_tool_calls),
+                _replay_row("same verdict", rep.same_verdict),
+                _replay_row("different verdict", rep.different_verdict),
+            ],
+        )
+        firsts = (
+            "; ".join(
+                f"model call {d.turn}, {'the calls' if d.kind == 'call' else 'the text' if d.kind == 'text' else 'one ended'}: {d.episodes}"
+                for d in rep.first_differences
+            )
+            or "none: every replayed transcript is identical"
+        )
+        out += [
+            "",
+            "- an identical transcript has the same bytes in every message (the model's text and "
+            "calls, the tools' answers), tool-call ids left out; intervals take the task as the "
+            "cluster, as the card's rates do",
+            f"- where the first difference appeared: {firsts}",
+            f"- strict pass flipped: {rep.pass_flips} of the {rep.different_verdict.count} "
+            "different verdicts",
+            f"- verdict flips {rep.different_verdict.share:.3f} beside the smallest difference the "
+            f"design calls distinguishable, {rep.resolution:g}: {rep.reading}",
+        ]
+    out += [
+        f"- serving, run: {_serving_facts_line(rep.run_serving)}",
+        f"- serving, replay: {_serving_facts_line(rep.replay_serving)}",
+    ]
+    if rep.serving_differences:
+        out.append(
+            "- N10 between the run and its replay: not held ("
+            + "; ".join(rep.serving_differences)
+            + "): **the replay was served otherwise, so it is not a like-for-like re-run**, and "
+            "its agreement mixes the change with the serving's nondeterminism"
+        )
+    else:
+        out.append("- N10 between the run and its replay: held (a like-for-like re-run)")
+    out.append(f"- replay records sha256: `{rep.replay_records_sha256}`")
+    return out
+
+
 def _provenance_section(artifact: Artifact) -> list[str]:
     provenance = artifact.provenance
     sessions = (
@@ -914,6 +1000,7 @@ def render_document(artifact: Artifact) -> str:
     out += _controls_section(artifact)
     out += _cost_sections(artifact)
     out += _pins_section(artifact)
+    out += reproducibility_lines(artifact.reproducibility, artifact.thresholds.confidence)
     out += _provenance_section(artifact)
     out += ["", "## What this card is", "", artifact.statements.what_it_is]
     out += ["", "## What this card does not claim", ""]

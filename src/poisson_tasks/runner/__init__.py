@@ -10,6 +10,7 @@ from poisson_tasks.runner.folder import default_run_folder
 from poisson_tasks.runner.run import (
     RunSummary,
     check_plan_pins,
+    replay_run,
     run_plan,
     run_preregistration,
     summary_lines,
@@ -19,6 +20,7 @@ __all__ = [
     "RunSummary",
     "check_plan_pins",
     "default_run_folder",
+    "replay_run",
     "run_plan",
     "run_preregistration",
     "summary_lines",

@@ -49,8 +49,10 @@ from poisson_tasks.prereg import Plan, Slot, measurement_of, validate_preregistr
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
+    REPLAY,
     EpisodeLine,
     OwnToolsRecord,
+    ReplayRecord,
     RunHeader,
     Session,
     ShardRecord,
@@ -61,6 +63,7 @@ from poisson_tasks.runfolder import (
 )
 from poisson_tasks.runner.budget import Spend
 from poisson_tasks.runner.provenance import package_versions
+from poisson_tasks.runner.replay import check_replay_record
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 LOCK = "run.lock"
@@ -216,9 +219,10 @@ class RunFolder:
         own_tools: OwnToolsRecord | None = None,
         lock: FolderLock | None = None,
         shard: ShardRecord | None = None,
+        replay: ReplayRecord | None = None,
     ) -> RunFolder:
-        """A new folder for `plan` (or for one `shard` of it); refuses a path that already holds
-        anything.
+        """A new folder for `plan` (or for one `shard` of it, or a `replay` of a sample of it);
+        refuses a path that already holds anything.
 
         Takes the folder's lock (unless given one) and keeps it; on a failure (a full disk, a
         read-only folder) it removes what it made and raises RunFolderError in one line.
@@ -243,7 +247,7 @@ class RunFolder:
                     f"{path} was filled by another writer while this one started: pass --resume "
                     f"{path} to continue that run, or choose a new --out folder"
                 )
-            header = _header(plan, serving, own_tools, shard)
+            header = _header(plan, serving, own_tools, shard, replay)
             try:
                 write_header(path, header)
                 fd = os.open(path / EPISODES, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -262,10 +266,13 @@ class RunFolder:
 
     @staticmethod
     def check_resumable(
-        path: Path, plan: Plan, shard: ShardRecord | None = None
+        path: Path,
+        plan: Plan,
+        shard: ShardRecord | None = None,
+        replay: ReplayRecord | None = None,
     ) -> tuple[RunHeader, FolderState]:
-        """Read a folder and check it was made by this study (and holds this `shard` of it);
-        writes nothing."""
+        """Read a folder and check it was made by this study (and holds this `shard` of it, or
+        this `replay` sample); writes nothing."""
         if not (path / HEADER).is_file():
             raise RunFolderError(
                 f"{path} is not a run folder ({HEADER} is missing): nothing to resume; start a "
@@ -291,6 +298,7 @@ class RunFolder:
                     "the poisson-tasks build that made it"
                 )
         _check_shard(path, header, shard)
+        _check_replay(path, header, replay)
         state = FolderState()
         for line in iter_episodes(path):
             state.add(line)
@@ -307,6 +315,7 @@ class RunFolder:
         checked: tuple[RunHeader, FolderState],
         lock: FolderLock | None = None,
         shard: ShardRecord | None = None,
+        replay: ReplayRecord | None = None,
     ) -> RunFolder:
         """Open a checked folder for a new session: truncate a torn tail, append the session.
 
@@ -318,7 +327,7 @@ class RunFolder:
             lock = FolderLock.acquire(path)
         try:
             if own:
-                checked = cls.check_resumable(path, plan, shard)
+                checked = cls.check_resumable(path, plan, shard, replay)
             header, state = checked
             try:
                 truncate_torn_tail(path / EPISODES)
@@ -504,7 +513,17 @@ def stored_plan(path: Path) -> Plan:
 
 
 def resume_hint(path: Path) -> str:
-    """The command that continues a run folder, quoted so it works when pasted."""
+    """The command that continues a run folder (a replay folder: its replay), quoted so it works
+    when pasted."""
+    replay: ReplayRecord | None = None
+    if path.name == REPLAY and (path / HEADER).is_file():
+        with contextlib.suppress(RunFolderError):
+            replay = read_header(path).replay
+    if replay is not None:
+        return (
+            f"poisson-tasks replay {shlex.quote(str(path.parent))} --sample {replay.sample} "
+            f"--seed {replay.seed}"
+        )
     return f"poisson-tasks run --resume {shlex.quote(str(path))}"
 
 
@@ -555,11 +574,31 @@ def _check_shard(path: Path, header: RunHeader, shard: ShardRecord | None) -> No
     )
 
 
+def _check_replay(path: Path, header: RunHeader, replay: ReplayRecord | None) -> None:
+    """A replay folder is continued only by `replay` with its own sample; a run folder never as
+    a replay."""
+    if header.replay is None and replay is None:
+        return
+    if header.replay is None:
+        raise RunFolderError(
+            f"{path} holds a run, not a replay: move it away, or replay into its parent's "
+            "replay/ folder"
+        )
+    if replay is None:
+        raise RunFolderError(
+            f"{path} is the replay of {path.parent}: continue it with poisson-tasks replay "
+            f"{shlex.quote(str(path.parent))} --sample {header.replay.sample} "
+            f"--seed {header.replay.seed}"
+        )
+    check_replay_record(path, header.replay, replay)
+
+
 def _header(
     plan: Plan,
     serving: dict[str, Any],
     own_tools: OwnToolsRecord | None = None,
     shard: ShardRecord | None = None,
+    replay: ReplayRecord | None = None,
 ) -> RunHeader:
     pr = plan.preregistration
     return RunHeader(
@@ -581,6 +620,7 @@ def _header(
         sessions=[_session(0, plan, serving, shard)],
         own_tools=own_tools,
         shard=shard,
+        replay=replay,
     )
 
 

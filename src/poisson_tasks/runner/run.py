@@ -44,13 +44,34 @@ from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.pins.plan import check_plan
 from poisson_tasks.prereg import Plan, Slot, load_preregistration
 from poisson_tasks.reference import start_reference_server
-from poisson_tasks.runfolder import EpisodeLine, OwnToolsRecord, RunHeader, StopReason, Usage
+from poisson_tasks.runfolder import (
+    HEADER,
+    EpisodeLine,
+    OwnToolsRecord,
+    ReplayRecord,
+    RunHeader,
+    StopReason,
+    Usage,
+    iter_episodes,
+)
 from poisson_tasks.runner.budget import Limits
 from poisson_tasks.runner.endpoint import Counters, Endpoint, scrub
 from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
-from poisson_tasks.runner.folder import FolderLock, RunFolder, check_creatable, resume_hint
+from poisson_tasks.runner.folder import (
+    FolderLock,
+    RunFolder,
+    check_creatable,
+    resume_hint,
+    stored_plan,
+)
 from poisson_tasks.runner.progress import Progress
 from poisson_tasks.runner.provenance import serving_details
+from poisson_tasks.runner.replay import (
+    draw_sample,
+    replay_folder,
+    replay_record,
+    replayable_header,
+)
 from poisson_tasks.runner.shard import Shard, budget_share, shard_record, shard_slots
 from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
 from poisson_tasks.servingpin import compare_serving, serving_facts, session_facts
@@ -96,6 +117,16 @@ class RunSummary(BaseModel):
     )
     no_call_max: float = 0.10
     instrument_max: float = 0.02
+    replay_of: str | None = Field(
+        default=None, description="the run folder this session replayed a sample of"
+    )
+    replay: RunSummary | None = Field(
+        default=None, description="the replay design.replay ran after the run (runner/replay.py)"
+    )
+    replay_waits: bool = Field(
+        default=False,
+        description="design.replay is declared but the run is not complete: no replay yet",
+    )
 
     @property
     def pending(self) -> int:
@@ -123,12 +154,13 @@ class RunSummary(BaseModel):
     @property
     def exit_code(self) -> int:
         """1 when an alarm rings (instrument failures over the limit, or format clause 1), 3 when a
-        limit stopped the run before every planned episode had a line, 0 otherwise."""
+        limit stopped the run before every planned episode had a line, 0 otherwise; a run whose
+        own code is 0 takes its replay's."""
         if self.instrument_alarm or self.format_alarm:
             return 1
         if self.limit_stop and self.incomplete_arms:
             return 3
-        return 0
+        return 0 if self.replay is None else self.replay.exit_code
 
     @property
     def format_alarm(self) -> bool:
@@ -536,7 +568,76 @@ async def run_plan(
     shard: Shard | None = None,
     accept_serving_change: bool = False,
 ) -> RunSummary:
-    """The async form of run_preregistration (for callers already inside an event loop)."""
+    """The async form of run_preregistration (for callers already inside an event loop); a whole
+    run that completes runs its declared replay (design.replay) after it."""
+    summary = await _signalled(
+        plan,
+        Path(out_dir),
+        resume,
+        show_progress,
+        shard,
+        accept_serving_change,
+    )
+    declared = plan.preregistration.design.replay
+    if declared is None or shard is not None:
+        return summary
+    if not summary.complete:
+        return summary.model_copy(update={"replay_waits": True})
+    replayed = await replay_plan(
+        out_dir, declared.sample, declared.seed, show_progress=show_progress
+    )
+    return summary.model_copy(update={"replay": replayed})
+
+
+async def replay_plan(
+    run_dir: Path | str,
+    sample: int,
+    seed: int = 0,
+    *,
+    show_progress: bool | None = None,
+    accept_serving_change: bool = False,
+) -> RunSummary:
+    """Run `sample` of a run folder's scored slots again (drawn by runner/replay.py's rule with
+    `seed`) into RUN_DIR/replay/ with the run's own plan: its endpoint, decoding and per-attempt
+    seeds. A replay folder already there is continued (its sample must be the one drawn now).
+    The run folder's lock is held throughout, so no session writes to the run meanwhile."""
+    run = Path(run_dir)
+    replayable_header(run)
+    lock = FolderLock.acquire(run)
+    try:
+        plan = stored_plan(run)
+        scored = {
+            Slot(line.arm_id, line.seed, line.attempt)
+            for line in iter_episodes(run)
+            if line.outcome not in INSTRUMENT_OUTCOMES
+        }
+        slots = draw_sample(scored, plan, sample, seed)
+        record = replay_record(slots, seed, len(scored))
+        target = replay_folder(run)
+        summary = await _signalled(
+            plan,
+            target,
+            (target / HEADER).is_file(),
+            show_progress,
+            None,
+            accept_serving_change,
+            record,
+        )
+        return summary.model_copy(update={"replay_of": str(run)})
+    finally:
+        lock.release()
+
+
+async def _signalled(
+    plan: Plan,
+    out_dir: Path,
+    resume: bool,
+    show_progress: bool | None,
+    shard: Shard | None,
+    accept_serving_change: bool,
+    replay: ReplayRecord | None = None,
+) -> RunSummary:
+    """One session with SIGINT and SIGTERM handled (see _Signals)."""
     signals = _Signals()
     signals.install()
     opened: list[RunFolder] = []
@@ -550,6 +651,7 @@ async def run_plan(
             opened,
             shard,
             accept_serving_change,
+            replay,
         )
     except asyncio.CancelledError:
         if signals.signum is None:
@@ -579,11 +681,15 @@ async def _run_plan(
     opened: list[RunFolder],
     shard: Shard | None = None,
     accept_serving_change: bool = False,
+    replay: ReplayRecord | None = None,
 ) -> RunSummary:
     pr = plan.preregistration
-    # A shard runs its own slots within its share of the study's budget (runner/shard.py).
+    # A shard runs its own slots within its share of the study's budget (runner/shard.py); a
+    # replay runs its sample's slots (runner/replay.py).
     record = shard_record(plan, shard) if shard is not None else None
     slots = shard_slots(plan, shard) if shard is not None else plan.slots()
+    if replay is not None:
+        slots = [Slot(arm, seed, attempt) for arm, seed, attempt in replay.slots]
     budget = budget_share(pr.budget, shard.count) if shard is not None else pr.budget
     _check_arms(plan)
     check_plan_pins(plan)
@@ -593,7 +699,7 @@ async def _run_plan(
     checked = None
     if resume:
         # refuses another study's folder (or another shard of it), writing nothing
-        RunFolder.check_resumable(path, plan, record)
+        RunFolder.check_resumable(path, plan, record, replay)
         lock = FolderLock.acquire(path)
     else:
         check_creatable(path)
@@ -601,7 +707,7 @@ async def _run_plan(
     endpoint: Endpoint | None = None
     try:
         if resume:
-            checked = RunFolder.check_resumable(path, plan, record)  # again, under the lock
+            checked = RunFolder.check_resumable(path, plan, record, replay)  # again, locked
         key = _api_key(plan)
         base_url = pr.model.resolved_base_url
         if pr.model.provider == "reference" and base_url is None:
@@ -620,9 +726,11 @@ async def _run_plan(
         if checked is not None and not accept_serving_change:
             check_serving_unchanged(path, checked[0], serving, plan)
         folder = (
-            RunFolder.resume(path, plan, serving, checked, lock, shard=record)
+            RunFolder.resume(path, plan, serving, checked, lock, shard=record, replay=replay)
             if checked is not None
-            else RunFolder.create(path, plan, serving, own_tools_record(plan), shard=record)
+            else RunFolder.create(
+                path, plan, serving, own_tools_record(plan), shard=record, replay=replay
+            )
         )
         lock = None  # the folder holds it now and drops it on close
         opened.append(folder)
@@ -787,6 +895,27 @@ def run_preregistration(
     )
 
 
+def replay_run(
+    run_dir: str | Path,
+    sample: int,
+    seed: int = 0,
+    *,
+    show_progress: bool | None = None,
+    accept_serving_change: bool = False,
+) -> RunSummary:
+    """Replay `sample` of a run folder's scored slots into RUN_DIR/replay/ (replay_plan), or
+    continue the replay there; ReplayError, RunFolderError or EndpointError in one line."""
+    return asyncio.run(
+        replay_plan(
+            run_dir,
+            sample,
+            seed,
+            show_progress=show_progress,
+            accept_serving_change=accept_serving_change,
+        )
+    )
+
+
 def summary_lines(summary: RunSummary) -> list[str]:
     """The summary as the CLI prints it."""
     rate = (
@@ -796,7 +925,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
     )
     spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
     lines = [
-        f"run {summary.folder}"
+        ("replay" if summary.replay_of else "run")
+        + f" {summary.folder}"
         + (f" (shard {summary.shard})" if summary.shard else "")
         + f" session {summary.session}: {summary.stop_reason}"
         + (f" ({summary.detail})" if summary.detail else ""),
@@ -816,6 +946,13 @@ def summary_lines(summary: RunSummary) -> list[str]:
             f"  unscored   {', '.join(summary.unscored_arms)} hold slots whose only lines are "
             f"instrument failures; {resume_hint(Path(summary.folder))} runs them again"
         )
+    if summary.replay_waits:
+        lines.append(
+            "  replay     design.replay runs once every slot is scored; continue with "
+            f"{resume_hint(Path(summary.folder))}"
+        )
+    if summary.replay is not None:
+        lines += summary_lines(summary.replay)
     return lines
 
 
