@@ -127,3 +127,33 @@ def test_the_serving_image_check_refuses_what_issue_20_fixed() -> None:
     old = checker._serving_declared(text, "0.14.0", compose)
     assert any("uv.lock locks vllm 0.29.0" in p for p in old)
     assert any("notebook" in p for p in old) and any("compose.yaml" in p for p in old)
+
+
+def test_the_batch_invariant_mode_is_declared_off_recorded_and_checked() -> None:
+    """vLLM's batch-invariant mode: off in the image, on only in the variant, recorded as the
+    last serving flag either way; each check can fail."""
+    checker = _checker()
+    text = (ROOT / "docker" / "vllm.Containerfile").read_text(encoding="utf-8")
+    env = checker._env(text)
+    assert env["VLLM_BATCH_INVARIANT"] == "0"
+    served = checker.shlex.split(env["SERVE_FLAGS"])
+    facts_env = {
+        **env,
+        "VLLM_VERSION": "dry-run",
+        "PATH": "/nonexistent",
+        "SERVE_LOCK": str(ROOT / "uv.lock"),
+    }
+    server = _compose()["services"]["vllm"]
+    assert checker._batch_invariant(env, server, facts_env, served) == []
+    on = checker._facts({**facts_env, "VLLM_BATCH_INVARIANT": "1"})
+    assert on["flags"][-1] == "VLLM_BATCH_INVARIANT=1" and on["batch_invariant"] is True
+    on_by_default = {**env, "VLLM_BATCH_INVARIANT": "1"}
+    assert any(
+        "off by default" in p
+        for p in checker._batch_invariant(on_by_default, server, facts_env, served)
+    )
+    set_in_compose = {**server, "environment": {"VLLM_BATCH_INVARIANT": "1"}}
+    assert any(
+        "the variant file turns it on" in p
+        for p in checker._batch_invariant(env, set_in_compose, facts_env, served)
+    )

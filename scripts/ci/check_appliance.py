@@ -12,7 +12,10 @@ into it; the serving flags are the spec's (FP8, 16,384 context, hermes, thinking
 runner's BASE is pinned by digest; compose does not override the serving flags, and the flags the
 serving-facts file records (what the runner's provenance reads) are exactly the flags the server
 is started with, with the lock's sha256; the runner reads the facts file from the volume the
-server writes it to.
+server writes it to. vLLM's batch-invariant mode is a declared setting: the image declares
+VLLM_BATCH_INVARIANT=0 (off), compose.yaml leaves it so, the variant
+compose.batch-invariant.yaml sets it to 1 and nothing else, the notebook declares it, and the
+serving-facts file records it as the last serving flag in each case.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
 DIGEST = r"@sha256:[0-9a-f]{64}"
 NOTEBOOK = ROOT / "notebooks" / "calibration_model_b.ipynb"
+BATCH_VARIANT = DOCKER / "compose.batch-invariant.yaml"
+BATCH_INVARIANT = "VLLM_BATCH_INVARIANT"
 PREREG = ROOT / "preregistrations" / "published-qwen3-8b-vllm.yaml"
 # The spec's Qwen3-8B serving (reading-a-card.md): FP8 weights, a 16,384-token context, the hermes
 # tool parser, thinking off; the flag and value that declare each.
@@ -163,6 +168,51 @@ def _prereg(model: str, revision: str) -> list[str]:
     return problems
 
 
+def _facts(env: dict[str, str]) -> dict[str, Any]:
+    """What docker/serving_facts.py records under `env` (a dry run: no vLLM, no GPU)."""
+    done = subprocess.run(
+        [sys.executable, str(DOCKER / "serving_facts.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    facts: dict[str, Any] = json.loads(done.stdout)
+    return facts
+
+
+def _batch_invariant(
+    env: dict[str, str], server: dict[str, Any], facts_env: dict[str, str], served: list[str]
+) -> list[str]:
+    """The batch-invariant mode: declared off in the image, left off by compose.yaml, turned on
+    by the variant alone, declared in the notebook, and recorded as a serving flag each way."""
+    problems = []
+    if env.get(BATCH_INVARIANT) != "0":
+        problems.append(f"vllm.Containerfile: must declare {BATCH_INVARIANT}=0 (off by default)")
+    if BATCH_INVARIANT in (server.get("environment") or {}):
+        problems.append(f"compose.yaml: {BATCH_INVARIANT} is set; the variant file turns it on")
+    variant = yaml.safe_load(BATCH_VARIANT.read_text(encoding="utf-8"))
+    if variant != {"services": {"vllm": {"environment": {BATCH_INVARIANT: "1"}}}}:
+        problems.append(
+            f'{BATCH_VARIANT.name}: must set only services.vllm.environment.{BATCH_INVARIANT}: "1"'
+        )
+    notebook = "".join(
+        "".join(c["source"]) for c in json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    )
+    if "BATCH_INVARIANT = False" not in notebook or f'"{BATCH_INVARIANT}": ' not in notebook:
+        problems.append(f"notebook: does not declare {BATCH_INVARIANT} (off by default)")
+    for mode in ("0", "1"):
+        recorded = _facts({**facts_env, BATCH_INVARIANT: mode})
+        if recorded["flags"] != [*served, f"{BATCH_INVARIANT}={mode}"]:
+            problems.append(
+                f"{BATCH_INVARIANT}={mode}: the serving-facts file records flags "
+                f"{recorded['flags']}, not the served flags and the mode"
+            )
+        if recorded.get("batch_invariant") is not (mode == "1"):
+            problems.append(f"{BATCH_INVARIANT}={mode}: batch_invariant is not recorded")
+    return problems
+
+
 def main(compose_json: str) -> list[str]:
     problems: list[str] = []
     vllm = (DOCKER / "vllm.Containerfile").read_text(encoding="utf-8")
@@ -215,17 +265,11 @@ def main(compose_json: str) -> list[str]:
     }
     if override is not None:
         facts_env["SERVE_FLAGS"] = override
-    facts = json.loads(
-        subprocess.run(
-            [sys.executable, str(DOCKER / "serving_facts.py")],
-            env=facts_env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
-    if facts["flags"] != served:
+    facts = _facts(facts_env)
+    mode = str(facts_env.get(BATCH_INVARIANT, "0"))
+    if facts["flags"] != [*served, f"{BATCH_INVARIANT}={mode}"]:
         problems.append(f"serving flags differ: served {served}, recorded {facts['flags']}")
+    problems += _batch_invariant(env, server, facts_env, served)
     if facts["weights_revision"] != revision:
         problems.append("the serving-facts file does not record MODEL_REVISION")
     if facts.get("packages_lock") != "uv.lock:" + hashlib.sha256(lock.read_bytes()).hexdigest():
@@ -258,5 +302,6 @@ if __name__ == "__main__":
         sys.exit(1)
     print(
         "appliance files: pinned base images, 40-hex model revision, one set of serving flags "
-        "(the spec's), vLLM from uv.lock's serve extra at the image's version everywhere"
+        "(the spec's), vLLM from uv.lock's serve extra at the image's version everywhere, "
+        "batch-invariant mode declared (off; on in compose.batch-invariant.yaml) and recorded"
     )
