@@ -19,9 +19,10 @@ from test_real_endpoints import prereg as double_prereg
 from test_runner import prereg
 
 from poisson_tasks.calibration import card_from_run, render_document
+from poisson_tasks.calibration.artifact import ReplayShare
 from poisson_tasks.calibration.cardjson import card_json, read_card_json
 from poisson_tasks.calibration.render import NOT_REPLAYED
-from poisson_tasks.calibration.reproducibility import first_difference, same_messages
+from poisson_tasks.calibration.reproducibility import first_difference, flip_reading, same_messages
 from poisson_tasks.cli import run_cli
 from poisson_tasks.errors import ReplayError, RunFolderError
 from poisson_tasks.prereg import Slot, load_preregistration
@@ -315,3 +316,13 @@ def test_a_merged_shard_folder_replays(tmp_path: Path, server: ReferenceServer) 
     assert summary.complete and summary.planned == 4
     rep = card_from_run(merged).reproducibility
     assert rep is not None and rep.replayed == 4 and rep.identical_transcript.count == 4
+
+
+def test_the_flip_rate_sentence_reads_the_interval_against_the_resolution() -> None:
+    few = flip_reading(ReplayShare(count=0, share=0.0, low=0.0, high=0.185), 0.15, True)
+    assert "replay more slots" in few
+    many = flip_reading(ReplayShare(count=0, share=0.0, low=0.0, high=0.01), 0.15, True)
+    assert "below the 0.15" in many and "does not make a called difference" in many
+    flips = flip_reading(ReplayShare(count=10, share=0.25, low=0.166, high=0.472), 0.15, False)
+    assert "may be the serving's nondeterminism" in flips
+    assert "served otherwise than the run" in flips

@@ -32,6 +32,7 @@ __all__ = [
     "ReplaySide",
     "compare_episodes",
     "first_difference",
+    "flip_reading",
     "measure_replay",
     "same_messages",
 ]
@@ -141,7 +142,7 @@ def _facts(facts: ServingFacts) -> dict[str, str]:
     return {label: facts.value(name) for name, label in N10_FIELDS}
 
 
-def _reading(flips: ReplayShare, resolution: float, like_for_like: bool) -> str:
+def flip_reading(flips: ReplayShare, resolution: float, like_for_like: bool) -> str:
     """The one sentence on what the flip rate means for reading the card's comparisons."""
     bound = (
         f"{flips.share:.3f} of the replayed episodes (up to {flips.high:.3f} at the interval's top)"
@@ -152,6 +153,13 @@ def _reading(flips: ReplayShare, resolution: float, like_for_like: bool) -> str:
         else " The replay was served otherwise than the run, so this mixes the serving's change "
         "with its nondeterminism."
     )
+    if flips.count == 0 and flips.high >= resolution:
+        return (
+            f"No replayed episode changed its verdict, but so few replays bound the flip rate only "
+            f"below {flips.high:.3f}, not clearly below the {resolution:g} the design needs before "
+            "it calls two levels different: replay more slots to show that the serving's "
+            f"nondeterminism alone cannot make a called difference.{served}"
+        )
     if flips.high < resolution:
         return (
             f"A re-run changed the verdict of {bound}, so a level's pass rate moves between two "
@@ -255,7 +263,7 @@ class ReplaySide:
             replay_serving=_facts(replay_facts[0]),
             serving_differences=differences,
             replay_records_sha256=self.records_sha256,
-            reading=_reading(flips, thresholds.resolution, not differences) if ordered else "",
+            reading=flip_reading(flips, thresholds.resolution, not differences) if ordered else "",
         )
 
 
