@@ -602,17 +602,10 @@ async def replay_plan(
     seeds. A replay folder already there is continued (its sample must be the one drawn now).
     The run folder's lock is held throughout, so no session writes to the run meanwhile."""
     run = Path(run_dir)
-    replayable_header(run)
+    _draw(run, sample, seed)  # a bad sample is refused before the lock file is touched
     lock = FolderLock.acquire(run)
     try:
-        plan = stored_plan(run)
-        scored = {
-            Slot(line.arm_id, line.seed, line.attempt)
-            for line in iter_episodes(run)
-            if line.outcome not in INSTRUMENT_OUTCOMES
-        }
-        slots = draw_sample(scored, plan, sample, seed)
-        record = replay_record(slots, seed, len(scored))
+        plan, record = _draw(run, sample, seed)  # again, under the lock
         target = replay_folder(run)
         summary = await _signalled(
             plan,
@@ -626,6 +619,18 @@ async def replay_plan(
         return summary.model_copy(update={"replay_of": str(run)})
     finally:
         lock.release()
+
+
+def _draw(run: Path, sample: int, seed: int) -> tuple[Plan, ReplayRecord]:
+    """The run's plan and the replay's sample drawn from its scored slots (runner/replay.py)."""
+    replayable_header(run)
+    plan = stored_plan(run)
+    scored = {
+        Slot(line.arm_id, line.seed, line.attempt)
+        for line in iter_episodes(run)
+        if line.outcome not in INSTRUMENT_OUTCOMES
+    }
+    return plan, replay_record(draw_sample(scored, plan, sample, seed), seed, len(scored))
 
 
 async def _signalled(
