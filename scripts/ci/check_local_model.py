@@ -2,7 +2,8 @@
 
 usage: python scripts/ci/check_local_model.py OUT_DIR
 
-OUT_DIR holds what scripts/ci/local-model kept: run/ (run.json, episodes.jsonl), card.rc and
+OUT_DIR holds what scripts/ci/local-model kept: run/ (run.json, episodes.jsonl, and replay/, the
+replay of one of its slots), replay.txt (what `replay` printed), card.rc and
 card.err (the `card` command's exit status and stderr), card.md when a card was made, serve.out
 (serve-local's announcement) and server.log (llama.cpp's own log). Prints one line per check and
 exits 1 when any fails.
@@ -14,7 +15,12 @@ exits 1 when any fails.
 - the llama.cpp provenance the runner measured is all there (build, model file, size, sha256,
   quantisation, n_ctx, threads, the chat template's served and file sha256);
 - serve-local announced that llama.cpp parses the template's tool calls (its start-up check);
-- the runner's requests (every response plus every retried attempt), plus serve-local's own
+- the replay printed a Reproducibility section and its counts add up (one slot replayed; same
+  plus different verdict is the slots replayed; an identical transcript has the same calls and
+  verdict; each first difference is one episode whose transcript differs). What it measured is
+  printed, never asserted: a value is the model's and the server's, not the instrument's;
+- the runner's requests (the run's and the replay's: every response plus every retried attempt),
+  plus serve-local's own
   start-up check (local.server.STARTUP_REQUESTS), equal the completion requests the server logged
   (one `launch_slot_` line each).
 """
@@ -27,6 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from poisson_tasks.calibration.reproducibility import measure_replay
 from poisson_tasks.local.server import STARTUP_REQUESTS
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES
 
@@ -91,7 +98,12 @@ def check(out: Path) -> list[tuple[bool, str]]:
     announced = (out / "serve.out").read_text(encoding="utf-8")
     results.append((PARSED in announced, f"serve-local announced: {PARSED}"))
 
-    runner = sum(len(e["transcript"]["responses"]) + e["transcript"]["retries"] for e in episodes)
+    results += _replay(out)
+    replayed = _lines(out / "run" / "replay" / "episodes.jsonl")
+    runner = sum(
+        len(e["transcript"]["responses"]) + e["transcript"]["retries"]
+        for e in [*episodes, *replayed]
+    )
     logged = sum("launch_slot_" in t for t in (out / "server.log").read_text().splitlines())
     results.append(
         (
@@ -99,6 +111,34 @@ def check(out: Path) -> list[tuple[bool, str]]:
             f"runner requests {runner} + serve-local's start-up check {STARTUP_REQUESTS}, "
             f"server log {logged}",
         )
+    )
+    return results
+
+
+def _replay(out: Path) -> list[tuple[bool, str]]:
+    """The replay's section: printed, and its counts add up (values printed, not asserted)."""
+    printed = (out / "replay.txt").read_text(encoding="utf-8")
+    results = [("## Reproducibility" in printed, "replay printed a Reproducibility section")]
+    rep = measure_replay(out / "run")
+    if rep is None:
+        return [*results, (False, "run/replay/ holds a replay")]
+    identical, calls = rep.identical_transcript.count, rep.same_tool_calls.count
+    same, different = rep.same_verdict.count, rep.different_verdict.count
+    firsts = sum(d.episodes for d in rep.first_differences)
+    results += [
+        (rep.sample == 1 and rep.seed == 0, f"replay sample {rep.sample}, seed {rep.seed}"),
+        (
+            rep.replayed + rep.not_yet_replayed == rep.sample and rep.replayed == 1,
+            f"{rep.replayed} replayed + {rep.not_yet_replayed} not yet = sample {rep.sample}",
+        ),
+        (same + different == rep.replayed, f"same verdict {same} + different {different}"),
+        (identical <= calls and identical <= same, f"identical {identical} within same calls"),
+        (firsts == rep.replayed - identical, f"first differences {firsts} = not identical"),
+    ]
+    print(
+        f"measured (printed, not asserted): identical transcript {identical}/{rep.replayed}, "
+        f"same tool calls {calls}, same verdict {same}, serving differences "
+        f"{rep.serving_differences or 'none'}"
     )
     return results
 
