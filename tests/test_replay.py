@@ -26,7 +26,7 @@ from poisson_tasks.calibration.reproducibility import first_difference, flip_rea
 from poisson_tasks.cli import run_cli
 from poisson_tasks.errors import ReplayError, RunFolderError
 from poisson_tasks.prereg import Slot, load_preregistration
-from poisson_tasks.reference import ReferenceServer
+from poisson_tasks.reference import ReferenceServer, start_reference_server
 from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header
 from poisson_tasks.runner import replay_run, run_preregistration
 from poisson_tasks.runner.merge import merge_shards
@@ -327,3 +327,19 @@ def test_the_flip_rate_sentence_reads_the_interval_against_the_resolution() -> N
     flips = flip_reading(ReplayShare(count=10, share=0.25, low=0.166, high=0.472), 0.15, False)
     assert "may be the serving's nondeterminism" in flips
     assert "served otherwise than the run" in flips
+
+
+def test_a_server_that_moved_is_replayed_at_its_new_address(
+    tmp_path: Path, server: ReferenceServer
+) -> None:
+    path = prereg(tmp_path, model="noisy?p_early_stop=0", base_url=server.base_url, tasks=2)
+    run = tmp_path / "run"
+    run_preregistration(path, run, show_progress=False)
+    with start_reference_server("127.0.0.1", 0) as moved:  # the same server, restarted elsewhere
+        summary = replay_run(run, 3, show_progress=False, base_url=moved.base_url)
+    assert summary.complete
+    stored = read_header(run / "replay").preregistration["model"]["base_url"]
+    assert stored == moved.base_url != server.base_url
+    rep = card_from_run(run).reproducibility
+    assert rep is not None and rep.serving_differences == []  # the address is not pin N10
+    assert rep.identical_transcript.count == 3

@@ -509,6 +509,14 @@ def replay(
             help="Continue a replay folder whose serving changed since its first session.",
         ),
     ] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="The same server at another address (e.g. serve-local's new port); default: "
+            "the run's model.base_url.",
+        ),
+    ] = None,
 ) -> None:
     """Run a seeded sample of a run's scored slots again into RUN_DIR/replay/; print agreement.
 
@@ -525,6 +533,7 @@ def replay(
         seed,
         show_progress=False if quiet else None,
         accept_serving_change=accept_serving_change,
+        base_url=base_url,
     )
     for line in result.lines():
         typer.echo(line)

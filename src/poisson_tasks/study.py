@@ -55,6 +55,7 @@ def replay_study(
     *,
     show_progress: bool | None = None,
     accept_serving_change: bool = False,
+    base_url: str | None = None,
 ) -> ReplayResult:
     """Replay a seeded sample of a run folder's scored slots (runner.replay_run) and measure how
     much of it came out the same (the card's Reproducibility section)."""
@@ -64,6 +65,7 @@ def replay_study(
         seed,
         show_progress=show_progress,
         accept_serving_change=accept_serving_change,
+        base_url=base_url,
     )
     return ReplayResult(
         summary=summary,

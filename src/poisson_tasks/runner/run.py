@@ -42,7 +42,7 @@ from poisson_tasks.generator import generate
 from poisson_tasks.owntools import ToolSet, with_own_tools
 from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.pins.plan import check_plan
-from poisson_tasks.prereg import Plan, Slot, load_preregistration
+from poisson_tasks.prereg import Plan, Slot, load_preregistration, validate_preregistration
 from poisson_tasks.reference import start_reference_server
 from poisson_tasks.runfolder import (
     HEADER,
@@ -596,16 +596,19 @@ async def replay_plan(
     *,
     show_progress: bool | None = None,
     accept_serving_change: bool = False,
+    base_url: str | None = None,
 ) -> RunSummary:
     """Run `sample` of a run folder's scored slots again (drawn by runner/replay.py's rule with
     `seed`) into RUN_DIR/replay/ with the run's own plan: its endpoint, decoding and per-attempt
-    seeds. A replay folder already there is continued (its sample must be the one drawn now).
-    The run folder's lock is held throughout, so no session writes to the run meanwhile."""
+    seeds (`base_url` gives the same server's address when it moved, as serve-local's port does;
+    pin N10 still compares the serving). A replay folder already there is continued (its sample
+    must be the one drawn now). The run folder's lock is held throughout, so no session writes to
+    the run meanwhile."""
     run = Path(run_dir)
-    _draw(run, sample, seed)  # a bad sample is refused before the lock file is touched
+    _draw(run, sample, seed, base_url)  # a bad sample is refused before the lock file is touched
     lock = FolderLock.acquire(run)
     try:
-        plan, record = _draw(run, sample, seed)  # again, under the lock
+        plan, record = _draw(run, sample, seed, base_url)  # again, under the lock
         target = replay_folder(run)
         summary = await _signalled(
             plan,
@@ -621,10 +624,17 @@ async def replay_plan(
         lock.release()
 
 
-def _draw(run: Path, sample: int, seed: int) -> tuple[Plan, ReplayRecord]:
-    """The run's plan and the replay's sample drawn from its scored slots (runner/replay.py)."""
+def _draw(
+    run: Path, sample: int, seed: int, base_url: str | None = None
+) -> tuple[Plan, ReplayRecord]:
+    """The run's plan (at `base_url` when given) and the replay's sample drawn from its scored
+    slots (runner/replay.py)."""
     replayable_header(run)
     plan = stored_plan(run)
+    if base_url is not None:
+        document = plan.preregistration.model_dump(mode="json")
+        document["model"]["base_url"] = base_url
+        plan = validate_preregistration(document, source=plan.source)
     scored = {
         Slot(line.arm_id, line.seed, line.attempt)
         for line in iter_episodes(run)
@@ -907,6 +917,7 @@ def replay_run(
     *,
     show_progress: bool | None = None,
     accept_serving_change: bool = False,
+    base_url: str | None = None,
 ) -> RunSummary:
     """Replay `sample` of a run folder's scored slots into RUN_DIR/replay/ (replay_plan), or
     continue the replay there; ReplayError, RunFolderError or EndpointError in one line."""
@@ -917,6 +928,7 @@ def replay_run(
             seed,
             show_progress=show_progress,
             accept_serving_change=accept_serving_change,
+            base_url=base_url,
         )
     )
 
