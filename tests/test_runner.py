@@ -527,7 +527,11 @@ def test_garbage_tool_call_json_is_the_models_result_and_one_line(
     out = tmp_path / "run"
     res = cli.invoke(app, ["run", str(path), "--out", str(out), "--quiet"])
     assert res.exit_code == 1
-    assert "broke format clause 1" in _one_error_line(res)
+    # the session's summary (stderr, like every report beside what a command makes), then the
+    # format alarm as the one error line, last
+    said = res.stderr.rstrip().splitlines()
+    errors = [ln for ln in said if ln.startswith("error: ")]
+    assert errors == said[-1:] and "broke format clause 1" in errors[0]
     lines = lines_of(out)
     assert len(lines) == 4 and read_header(out).sessions[0].stop_reason == "complete"
     assert all(ln.outcome == "malformed_call" and ln.malformed_clause == 1 for ln in lines)
