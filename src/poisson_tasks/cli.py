@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -13,7 +14,7 @@ import typer
 from typer.exceptions import TyperException
 
 from poisson_tasks import stopping
-from poisson_tasks.errors import PoissonError, PreregistrationError
+from poisson_tasks.errors import PoissonError, PreregistrationError, escape_controls
 from poisson_tasks.local import defaults as local_defaults
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 PROG = "poisson-tasks"
+INTERNAL_ERROR = 70  # EX_SOFTWARE, as errors.GeneratorFault
 # The folder a verb is writing, for the one line a stop prints (a resume hint only where it exists).
 _writing: list[Path] = []
 
@@ -47,8 +49,14 @@ def _root() -> None:
 _reported: list[int] = []  # exit statuses whose line a verb already printed
 
 
+def _say(prefix: str, text: str) -> None:
+    """One line on stderr, `prefix: text`, its control characters escaped (errors.escape_controls):
+    a value quoted from the input never starts a second line."""
+    typer.echo(f"{prefix}: {escape_controls(text)}", err=True)
+
+
 def _fail(exc: PoissonError) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
+    _say("error", str(exc))
     _reported.append(exc.exit_code)
     return typer.Exit(exc.exit_code)
 
@@ -63,7 +71,7 @@ def exits(verb: Callable[_P, _R]) -> Callable[_P, _R]:
             return verb(*args, **kwargs)
         except PreregistrationError as exc:
             for problem in exc.problems:
-                typer.echo(f"error: {problem}", err=True)
+                _say("error", problem)
             raise typer.Exit(exc.exit_code) from None
         except PoissonError as exc:
             raise _fail(exc) from None
@@ -181,7 +189,7 @@ def view(
     report = write_view(out, target, published)
     typer.echo(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
     for line in ([report.refusal] if report.refusal else []) + report.task_problems[:5]:
-        typer.echo(f"note: {line}", err=True)
+        _say("note", line)
 
 
 @app.command("serve-reference")
@@ -272,7 +280,7 @@ def serve_local(
         template=template,
         alias=alias,
         announce=_announce,
-        warn=lambda line: typer.echo(f"warning: {line}", err=True),
+        warn=lambda line: _say("warning", line),
     )
 
 
@@ -322,7 +330,10 @@ def card(
         if not checks:
             typer.echo("no published card is listed in the manifest: nothing to check")
         for check in checks:
-            typer.echo(("ok: " if check.ok else "error: ") + check.message, err=not check.ok)
+            if check.ok:
+                typer.echo(f"ok: {escape_controls(check.message)}")
+            else:
+                _say("error", check.message)
         if not all(check.ok for check in checks):
             raise typer.Exit(1)
         return
@@ -469,21 +480,21 @@ def run(
     for line in summary_lines(summary):
         typer.echo(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
     if summary.format_alarm:
-        typer.echo(
-            f"error: {summary.malformed_clause1} of {summary.scored_this_session} scored episodes "
+        _say(
+            "error",
+            f"{summary.malformed_clause1} of {summary.scored_this_session} scored episodes "
             "broke format clause 1 (tool-call arguments that are not JSON, or calls written as "
             f"text); they are recorded as malformed_call in {summary.folder}: check the server's "
             "tool parser",
-            err=True,
         )
     if summary.instrument_alarm:
-        typer.echo(
-            f"error: {summary.instrument} of {summary.written} episodes this session failed on "
+        _say(
+            "error",
+            f"{summary.instrument} of {summary.written} episodes this session failed on "
             f"the instrument's side (above thresholds.instrument_max {summary.instrument_max:g}: "
             f"{', '.join(f'{k} {v}' for k, v in summary.outcomes.items())}); their cells will be "
             f"withheld: check the server, then poisson-tasks run --resume {summary.folder} runs "
             "them again",
-            err=True,
         )
     raise typer.Exit(summary.exit_code)
 
@@ -633,8 +644,8 @@ def _stopped_line(signum: int) -> str:
     name = stopping.signal_name(signum)
     for folder in _writing:
         if (folder / "run.json").is_file():
-            return f"error: stopped by {name}; continue with {resume_hint(folder)}"
-    return f"error: stopped by {name}; nothing was written"
+            return f"stopped by {name}; continue with {resume_hint(folder)}"
+    return f"stopped by {name}; nothing was written"
 
 
 def run_cli(argv: list[str] | None = None) -> int:
@@ -654,18 +665,28 @@ def run_cli(argv: list[str] | None = None) -> int:
             return code
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None else PROG
-        typer.echo(f"error: {message} (try `{where} --help`)", err=True)
+        _say("error", f"{message} (try `{where} --help`)")
         return code
     except KeyboardInterrupt:  # a stop between typer's own handling and ours
         rv = 130
     except PoissonError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _say("error", str(exc))
         return exc.exit_code
+    except Exception as exc:  # a bug: still one line (POISSON_DEBUG=1 shows the traceback)
+        if os.environ.get("POISSON_DEBUG"):
+            raise
+        first = str(exc).split("\n", 1)[0][:300]
+        _say(
+            "error",
+            f"internal error ({type(exc).__name__}: {first}): a bug in poisson-tasks, not your "
+            "input; please report it with the command (POISSON_DEBUG=1 prints the traceback)",
+        )
+        return INTERNAL_ERROR
     if (
         rv == 130 and not _reported
     ):  # typer turns KeyboardInterrupt (and our Terminated) into exit 130, silently
         signum = stopping.received() or signal.SIGINT
-        typer.echo(_stopped_line(signum), err=True)
+        _say("error", _stopped_line(signum))
         return 128 + signum
     return rv if isinstance(rv, int) else 0
 

@@ -44,6 +44,7 @@ from poisson_tasks.bundle import TaskBundle, ToolCall, canonical_json, digest
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.domain.vocabulary import CLASSES, LADDER, READ_NOUNS, READ_VERBS
 from poisson_tasks.errors import ToolFileError
+from poisson_tasks.files import NotARegularFile, TooLarge, read_limited
 
 MAX_BYTES = 1_000_000
 MAX_TOOLS = 128
@@ -271,14 +272,15 @@ def load_tool_file(path: str | Path, *, shown_as: str | None = None) -> ToolSet:
     file_path = Path(path)
     label = shown_as or str(file_path)
     try:
-        size = file_path.stat().st_size
+        raw = read_limited(file_path, MAX_BYTES)
+    except TooLarge:
+        raise ToolFileError(
+            [f"{label}: more than the {MAX_BYTES:,} bytes a tool file may hold"]
+        ) from None
+    except NotARegularFile as exc:
+        raise ToolFileError([f"{label}: {exc.strerror}; name a JSON file of tools"]) from None
     except OSError as exc:
         raise ToolFileError([f"{label}: cannot be read ({exc.strerror}); check the path"]) from None
-    if size > MAX_BYTES:
-        raise ToolFileError(
-            [f"{label}: {size:,} bytes is more than the {MAX_BYTES:,} a tool file may hold"]
-        )
-    raw = file_path.read_bytes()
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -28,6 +28,7 @@ out of the plan, its hash and the measurement a resumed folder is compared on.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,7 @@ from pydantic import (
 from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import canonical_json, digest
 from poisson_tasks.errors import ArmError, PolicyError, PreregistrationError, ToolFileError
+from poisson_tasks.files import NotARegularFile, TooLarge, read_limited
 from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.owntools import ToolSet, load_tool_file
 from poisson_tasks.policycatalogue import parse_model
@@ -70,6 +72,7 @@ PROVIDERS: tuple[str, ...] = (
 SELF_SERVED: frozenset[str] = frozenset({"vllm", "ollama"})
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a study's name: a safe folder name
 # Names that carry a credential, in a query string, a request body or a header.
 _CREDENTIAL_NAME = re.compile(
     r"(^|[_\-.])(api[_\-]?key|apikey|key|token|access[_\-]?token|secret|password|passwd"
@@ -459,6 +462,12 @@ def _parse_sections(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip():
         problems.append("name: required, a non-empty string naming the study")
+    elif not _NAME.match(name) or ".." in name:
+        problems.append(
+            "name: not a safe name: it names the run folder runs/<name>-<time>, "
+            "so use 1-100 letters, digits, '.', '_' and '-', starting with a letter or digit "
+            "(no '/', '..', spaces or control characters), e.g. qwen3-8b-depth"
+        )
     if "description" in doc and not isinstance(doc["description"], str):
         problems.append("description: must be a string")
     for section, model in _SECTIONS.items():
@@ -505,7 +514,7 @@ def _check_serving(serving: Serving) -> list[str]:
             f"model.base_url: must start with http:// or https://, got {serving.base_url!r}"
         )
     elif serving.base_url is not None:
-        problems.extend(_check_base_url(serving.base_url))
+        problems.extend(url_form_problems(serving.base_url) or _check_base_url(serving.base_url))
     if serving.api_key_env is not None:
         if _KEYLIKE.search(serving.api_key_env):
             problems.append(
@@ -526,6 +535,66 @@ def _check_serving(serving: Serving) -> list[str]:
 def is_credential_name(name: str) -> bool:
     """A query, body or header name that carries a credential (api_key, token, authorization...)."""
     return bool(_CREDENTIAL_NAME.search(name.strip()))
+
+
+MAX_URL_CHARS = 2048
+_HOST_ASCII = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def url_form_problems(url: str, where: str = "model.base_url") -> list[str]:
+    """Whether an HTTP client can use `url` (http or https, checked by the caller): one line, no
+    whitespace or control character, a host, a port from 1 to 65535, an IPv6 host in brackets that
+    is an IPv6 address. The problem names the part, never the URL (it may hold a key)."""
+    if len(url) > MAX_URL_CHARS:
+        return [f"{where}: {len(url):,} characters; a URL has at most {MAX_URL_CHARS:,}"]
+    if not url.isprintable() or any(char.isspace() for char in url):
+        return [
+            f"{where}: holds whitespace or a control character (a line break, a tab, a NUL); "
+            "write the URL on one line, without spaces"
+        ]
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed or misplaced bracket
+        return [f"{where}: the host is not a valid [IPv6] address; write e.g. http://[::1]:8000/v1"]
+    netloc = parts.netloc.rpartition("@")[2]  # userinfo is _check_base_url's to refuse
+    bracketed = netloc.startswith("[")
+    host, _, port_text = (
+        (netloc[1:].partition("]")[0], "", netloc.partition("]")[2].removeprefix(":"))
+        if bracketed
+        else netloc.partition(":")
+    )
+    has_port = netloc.partition("]")[2] != "" if bracketed else ":" in netloc
+    if not host:
+        return [
+            f"{where}: has no host; write it as http://HOST:PORT/v1, e.g. http://127.0.0.1:8000/v1"
+        ]
+    if bracketed:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return [
+                f"{where}: the host in brackets is not an IPv6 address; write e.g. "
+                "http://[::1]:8000/v1"
+            ]
+    else:
+        try:
+            ascii_host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            ascii_host = ""
+        if not _HOST_ASCII.match(ascii_host) or ":" in port_text or "]" in netloc:
+            return [
+                f"{where}: the host is not a host name or an address; write it as "
+                "http://HOST:PORT/v1 (an IPv6 address in brackets: http://[::1]:8000/v1)"
+            ]
+    if has_port:
+        if not port_text.isdigit() or (bracketed and not netloc.partition("]")[2].startswith(":")):
+            return [f"{where}: the port is not a number; give one from 1 to 65535, or none"]
+        if len(port_text) > 5 or not 1 <= int(port_text) <= 65535:
+            shown = f" {port_text}" if len(port_text) <= 6 else ""
+            return [
+                f"{where}: port{shown} is outside 1..65535; give the port the server listens on"
+            ]
+    return []
 
 
 def _check_base_url(url: str) -> list[str]:
@@ -1138,6 +1207,24 @@ def read_yaml(text: str, where: str) -> Any:
         raise PreregistrationError([f"{where}: a value cannot be read: {first[:200]}"]) from None
 
 
+def read_yaml_file(file_path: Path, what: str) -> bytes:
+    """The bytes of a YAML file a user names: a regular file (a directory, a FIFO or a device is
+    refused at once) of at most MAX_FILE_BYTES; else one PreregistrationError line."""
+    try:
+        return read_limited(file_path, MAX_FILE_BYTES)
+    except TooLarge:
+        raise PreregistrationError(
+            [f"{file_path}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB); {what} is one page"]
+        ) from None
+    except NotARegularFile as exc:
+        raise PreregistrationError(
+            [f"{file_path}: {exc.strerror}; give the path of {what}'s YAML file"]
+        ) from None
+    except OSError as exc:
+        problem = f"{file_path}: cannot be read ({exc.strerror}); check the path"
+        raise PreregistrationError([problem]) from None
+
+
 def load_preregistration(path: str | Path, *, base_url: str | None = None) -> Plan:
     """Read a pre-registration file (UTF-8, at most 1 MiB, strict YAML) and validate it.
 
@@ -1145,23 +1232,7 @@ def load_preregistration(path: str | Path, *, base_url: str | None = None) -> Pl
     only known when it starts; the run records the document with the address it used.
     """
     file_path = Path(path)
-    try:
-        with file_path.open("rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except IsADirectoryError:
-        raise PreregistrationError(
-            [f"{file_path}: is a directory, not a pre-registration file; give the YAML file's path"]
-        ) from None
-    except OSError as exc:
-        problem = f"{file_path}: cannot be read ({exc.strerror}); check the path"
-        raise PreregistrationError([problem]) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise PreregistrationError(
-            [
-                f"{file_path}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB); "
-                "a pre-registration is one page"
-            ]
-        )
+    data = read_yaml_file(file_path, "a pre-registration")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -39,10 +39,10 @@ from poisson_tasks.calibration.probe import (
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
 from poisson_tasks.errors import PreregistrationError, RunFolderError
 from poisson_tasks.prereg import (
-    MAX_FILE_BYTES,
     Plan,
     Rates,
     read_yaml,
+    read_yaml_file,
     validate_preregistration,
 )
 from poisson_tasks.runner import run_preregistration
@@ -63,15 +63,7 @@ def load_probe(path: str | Path) -> ProbeRegistration:
     """Read a probe registration (UTF-8, at most 1 MiB, the pre-registration's strict YAML
     reader) and validate it (one line per problem)."""
     file_path = Path(path)
-    try:
-        with file_path.open("rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise PreregistrationError(
-            [f"{file_path}: cannot be read ({exc.strerror}); check the path"]
-        ) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise PreregistrationError([f"{file_path}: larger than {MAX_FILE_BYTES:,} bytes (1 MiB)"])
+    data = read_yaml_file(file_path, "a probe registration")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

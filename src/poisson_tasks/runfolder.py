@@ -39,13 +39,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from poisson_tasks.errors import RunFolderError
-from poisson_tasks.files import atomic_write, os_problem
+from poisson_tasks.files import atomic_write, lines_limited, open_regular, os_problem, read_limited
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.verifier import Outcome
 
 HEADER = "run.json"
 EPISODES = "episodes.jsonl"
 REPLAY = "replay"  # the folder inside a run folder that holds its replay
+# What a reader takes from a run folder (docs/commands.md): run.json is at most HEADER_MAX_BYTES,
+# each line of episodes.jsonl at most LINE_MAX_BYTES; both must be regular files.
+HEADER_MAX_BYTES = 64 << 20
+LINE_MAX_BYTES = 256 << 20
 FORMAT = "poisson-tasks/run-folder@1"
 
 StopReason = Literal[
@@ -281,12 +285,12 @@ def write_header(folder: Path, header: RunHeader) -> None:
 
 def read_header(folder: Path) -> RunHeader:
     path = folder / HEADER
-    if not path.is_file():
+    if not path.exists():
         raise RunFolderError(
             f"{folder} is not a run folder: {HEADER} is missing (run `poisson-tasks run` first)"
         )
     try:
-        return RunHeader.model_validate_json(path.read_bytes())
+        return RunHeader.model_validate_json(read_limited(path, HEADER_MAX_BYTES))
     except OSError as exc:
         raise RunFolderError(f"{path} cannot be read: {os_problem(exc)}") from None
     except ValueError as exc:
@@ -302,19 +306,22 @@ def iter_episodes(folder: Path) -> Iterator[EpisodeLine]:
     if not path.is_file():
         raise RunFolderError(f"{path} is not a file: a run folder's {EPISODES} holds episode lines")
     try:
-        fh = path.open("rb")
+        fh = open_regular(path)
     except OSError as exc:
         raise RunFolderError(f"{path} cannot be read: {os_problem(exc)}") from None
     with fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.endswith(b"\n"):
-                break  # the line a kill interrupted: it was never flushed whole, so it never counted
-            try:
-                yield EpisodeLine.model_validate_json(raw)
-            except ValueError as exc:
-                raise RunFolderError(
-                    f"{path}:{number} is not an episode line: {str(exc).splitlines()[0]}"
-                ) from exc
+        try:
+            for number, raw in enumerate(lines_limited(fh, LINE_MAX_BYTES), start=1):
+                if not raw.endswith(b"\n"):
+                    break  # the line a kill interrupted: never flushed whole, so never counted
+                try:
+                    yield EpisodeLine.model_validate_json(raw)
+                except ValueError as exc:
+                    raise RunFolderError(
+                        f"{path}:{number} is not an episode line: {str(exc).splitlines()[0]}"
+                    ) from exc
+        except OSError as exc:
+            raise RunFolderError(f"{path} cannot be read: {os_problem(exc)}") from None
 
 
 def append_episode(fh: Any, line: EpisodeLine) -> None:

@@ -26,7 +26,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.arms import ArmSpec, Knob, parse_arm_id
 from poisson_tasks.errors import ArmError, RunFolderError
-from poisson_tasks.runfolder import EPISODES, EpisodeLine, RunHeader, Timing, Usage, read_header
+from poisson_tasks.files import lines_limited, open_regular, os_problem
+from poisson_tasks.runfolder import (
+    EPISODES,
+    LINE_MAX_BYTES,
+    EpisodeLine,
+    RunHeader,
+    Timing,
+    Usage,
+    read_header,
+)
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES, Outcome
 
 EPISODES_GZ = EPISODES + ".gz"
@@ -156,7 +165,7 @@ class EpisodeRecord(BaseModel):
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """Complete lines with their numbers; a torn last line (a kill mid-write) is never read."""
-    for number, raw in enumerate(fh, start=1):
+    for number, raw in enumerate(lines_limited(fh, LINE_MAX_BYTES), start=1):
         if not raw.endswith(b"\n"):
             return
         yield number, raw
@@ -170,12 +179,20 @@ def _episodes_path(folder: Path) -> Path | None:
 
 
 def _open(path: Path) -> BinaryIO:
+    """The episode lines' stream, from a regular file only (files.open_regular): a FIFO or a link
+    to /dev/zero is refused at once; every line is then read within LINE_MAX_BYTES."""
+    fh = open_regular(path)
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
+        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    return fh
 
 
 _UNREADABLE = (OSError, EOFError, zlib.error)  # zlib.error: a damaged gzip stream
+
+
+def _unreadable(path: Path, exc: BaseException) -> RunFolderError:
+    reason = os_problem(exc) if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return RunFolderError(f"{path} cannot be read: {reason}")
 
 
 def episode_lines(folder: Path) -> Iterator[tuple[int, EpisodeLine]]:
@@ -188,7 +205,7 @@ def episode_lines(folder: Path) -> Iterator[tuple[int, EpisodeLine]]:
             for number, raw in _lines(fh):
                 yield number, _episode_line(path, number, raw)
     except _UNREADABLE as exc:
-        raise RunFolderError(f"{path} cannot be read: {exc}") from exc
+        raise _unreadable(path, exc) from exc
 
 
 def _episode_line(path: Path, number: int, raw: bytes) -> EpisodeLine:
@@ -209,7 +226,7 @@ def records_sha256(folder: Path) -> str:
                 for _, raw in _lines(fh):
                     hasher.update(raw)
         except _UNREADABLE as exc:
-            raise RunFolderError(f"{path} cannot be read: {exc}") from exc
+            raise _unreadable(path, exc) from exc
     return hasher.hexdigest()
 
 
@@ -343,7 +360,7 @@ class RecordStream:
         update, written = self._hasher.update, self.written
         try:
             with _open(path) as fh:
-                for number, raw in enumerate(fh, start=1):
+                for number, raw in enumerate(lines_limited(fh, LINE_MAX_BYTES), start=1):
                     if not raw.endswith(b"\n"):
                         break  # a torn last line (a kill mid-write) is never read
                     update(raw)
@@ -358,7 +375,7 @@ class RecordStream:
                     written[session] = written.get(session, 0) + 1
                     yield number, doc
         except _UNREADABLE as exc:
-            raise RunFolderError(f"{path} cannot be read: {exc}") from exc
+            raise _unreadable(path, exc) from exc
 
 
 def _dialects(transcript: Any) -> list[str]:

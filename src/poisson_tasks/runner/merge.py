@@ -36,6 +36,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -44,11 +45,12 @@ from pydantic import ValidationError
 
 from poisson_tasks.bundle import digest
 from poisson_tasks.errors import MergeError, PreregistrationError
-from poisson_tasks.files import fsync_dir, os_problem, write_all
+from poisson_tasks.files import fsync_dir, lines_limited, open_regular, os_problem, write_all
 from poisson_tasks.prereg import Plan, Slot, validate_preregistration
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
+    LINE_MAX_BYTES,
     EpisodeLine,
     MergedShard,
     MergeRecord,
@@ -246,32 +248,40 @@ def _scan(shard: _Shard) -> None:
     """Pass 1 over a shard's lines: each one's slot, offset and length; its tokens and sha256."""
     path = shard.path / EPISODES
     hasher = hashlib.sha256()
-    offset = 0
     try:
-        fh = path.open("rb")
+        fh = open_regular(path)
     except OSError as exc:
         raise MergeError(f"{path} cannot be read: {os_problem(exc)}") from None
     with fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.endswith(b"\n"):
-                break  # a torn last line (a kill mid-write): never counted, its slot not run
-            hasher.update(raw)
-            try:
-                line = EpisodeLine.model_validate_json(raw)
-            except ValidationError as exc:
-                raise MergeError(
-                    f"{path}:{number} is not an episode line ({str(exc).splitlines()[0]}): "
-                    "that shard folder is damaged; run the shard again into a new folder"
-                ) from None
-            usage = line.usage
-            shard.tokens += (
-                (usage.prompt_tokens or 0)
-                + (usage.cached_input_tokens or 0)
-                + (usage.completion_tokens or 0)
-            )
-            shard.lines.append((Slot(line.arm_id, line.seed, line.attempt), offset, len(raw)))
-            offset += len(raw)
+        try:
+            _scan_lines(shard, path, lines_limited(fh, LINE_MAX_BYTES, str(path)), hasher)
+        except OSError as exc:
+            raise MergeError(f"{path} cannot be read: {os_problem(exc)}") from None
     shard.records_sha256 = hasher.hexdigest()
+
+
+def _scan_lines(shard: _Shard, path: Path, lines: Iterator[bytes], hasher: Any) -> None:
+    """_scan's loop: every complete line's slot, offset and length, and its tokens."""
+    offset = 0
+    for number, raw in enumerate(lines, start=1):
+        if not raw.endswith(b"\n"):
+            break  # a torn last line (a kill mid-write): never counted, its slot not run
+        hasher.update(raw)
+        try:
+            line = EpisodeLine.model_validate_json(raw)
+        except ValidationError as exc:
+            raise MergeError(
+                f"{path}:{number} is not an episode line ({str(exc).splitlines()[0]}): "
+                "that shard folder is damaged; run the shard again into a new folder"
+            ) from None
+        usage = line.usage
+        shard.tokens += (
+            (usage.prompt_tokens or 0)
+            + (usage.cached_input_tokens or 0)
+            + (usage.completion_tokens or 0)
+        )
+        shard.lines.append((Slot(line.arm_id, line.seed, line.attempt), offset, len(raw)))
+        offset += len(raw)
 
 
 def _slot_text(slot: Slot) -> str:
@@ -331,7 +341,7 @@ def _check_scored_once(shard: _Shard) -> None:
     if not repeated:
         return
     scored: Counter[Slot] = Counter()
-    with (shard.path / EPISODES).open("rb") as fh:
+    with open_regular(shard.path / EPISODES) as fh:
         for slot, offset, length in shard.lines:
             if slot in repeated:
                 fh.seek(offset)
@@ -439,7 +449,7 @@ def _write(out: Path, plan: Plan, shards: list[_Shard], header: RunHeader) -> in
     handles: list[BinaryIO] = []
     written = 0
     try:
-        handles = [(s.path / EPISODES).open("rb") for s in shards]
+        handles = [open_regular(s.path / EPISODES) for s in shards]
         fd = os.open(scratch / EPISODES, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             chunk: list[bytes] = []
