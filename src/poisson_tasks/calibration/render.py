@@ -697,7 +697,7 @@ def _observed_lines(observed: ServingObserved | None) -> list[str]:
     )
     return [
         f"- system_fingerprint over {observed.responses} responses: {fps}",
-        f"- tokens estimated with the pinned tokenizer (responses without usage): "
+        f"- tokens estimated with the pinned tokenizer (counts a response did not report, or reported as no count): "
         f"{observed.estimated_tokens:,} ({share} of all tokens)",
         f"- context overflow: {overflow}",
     ]

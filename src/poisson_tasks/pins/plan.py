@@ -7,6 +7,7 @@ seed with check_pins, and the group's reports are kept whole and summarised row 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
+from poisson_tasks.lifetime import die_with_parent
 from poisson_tasks.pins.check import Figure, PinReport, PinVerdict, check_pins
 from poisson_tasks.pins.measure import measure_pins
 from poisson_tasks.pins.rows import ROWS
@@ -33,6 +35,7 @@ _VERDICT_ORDER: tuple[PinVerdict, ...] = (
 
 
 DEFAULT_SEEDS = "0-59"
+MAX_WORKERS = 64  # generate --workers: processes the pin ledger may fork
 
 
 PlanTargets = Callable[[], tuple[Sequence[str], Sequence[int]]]
@@ -243,8 +246,10 @@ def check_plan(
     seed_list = list(seeds)
     if not seed_list:
         raise PinError("no seeds to check: give at least one, e.g. --seeds 0-59")
-    if workers < 1:
-        raise PinError(f"workers must be 1 or more, got {workers}")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise PinError(
+            f"--workers {workers}: give 1 to {MAX_WORKERS} processes (one per core is plenty)"
+        )
     groups = contrast_groups(arms)
     jobs = [(tuple(arm_id(s) for s in g), seed) for g in groups for seed in seed_list]
     if workers == 1 or len(jobs) < 2:
@@ -253,7 +258,13 @@ def check_plan(
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         warm()  # built once here: forked workers inherit the tokenizer instead of each building it
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        workers = min(workers, len(jobs))  # never a process with nothing to do
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=die_with_parent,  # a killed parent leaves no worker behind
+            initargs=(os.getpid(),),
+        ) as pool:
             results = list(
                 pool.map(_check_contrast, jobs, chunksize=max(1, len(jobs) // (4 * workers)))
             )

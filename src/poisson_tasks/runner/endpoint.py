@@ -23,6 +23,7 @@ import asyncio
 import email.utils
 import hashlib
 import json
+import math
 import random
 import re
 import time
@@ -258,7 +259,7 @@ class ModelReply:
     seconds: float
     retries: int
     reasoning: str | None = None
-    estimated: bool = False
+    estimated: tuple[str, ...] = ()  # the usage counts the pinned tokenizer supplied
     failures: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -337,10 +338,42 @@ def read_reply(body: dict[str, Any], seconds: float, retries: int) -> ModelReply
     )
 
 
-def _has_usage(usage: dict[str, Any] | None) -> bool:
-    return usage is not None and any(
-        isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")
-    )
+MAX_COUNT = 2**53  # a token count above this is no count (and no JSON number holds it exactly)
+_COUNTS = ("prompt_tokens", "completion_tokens")
+_DETAILS = {
+    "prompt_tokens_details": "cached_tokens",
+    "completion_tokens_details": "reasoning_tokens",
+}
+
+
+def is_count(value: Any) -> bool:
+    """A token count as a server may report one: an integer from 0 to MAX_COUNT (not a bool, a
+    float, a string or a negative number)."""
+    return type(value) is int and 0 <= value <= MAX_COUNT
+
+
+def checked_usage(usage: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A response's usage with every count that is not a count (is_count) left out, and the
+    names of the two main counts (prompt_tokens, completion_tokens) so left missing: the runner
+    estimates those with the pinned tokenizer and the card discloses them. A detail (cached or
+    reasoning tokens) that is not a count, or more than its total, is dropped; a cost that is not
+    a finite non-negative number too."""
+    out: dict[str, Any] = {}
+    source = usage or {}
+    for name in _COUNTS:
+        if is_count(source.get(name)):
+            out[name] = source[name]
+    for part, key in _DETAILS.items():
+        section = source.get(part)
+        value = section.get(key) if isinstance(section, dict) else None
+        total = out.get("prompt_tokens" if part.startswith("prompt") else "completion_tokens")
+        if is_count(value) and (total is None or value <= total):
+            out[part] = {key: value}
+    cost = source.get("cost")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        if math.isfinite(cost) and cost >= 0:
+            out["cost"] = float(cost)
+    return out, tuple(name for name in _COUNTS if name not in out)
 
 
 def estimate_usage(payload: bytes, reply: ModelReply) -> dict[str, int]:
@@ -536,9 +569,11 @@ class Endpoint:
                             exc.seconds, exc.evidence = waited, failures
                             raise
                         reply.failures = failures
-                        if not _has_usage(reply.usage):
-                            reply.usage = estimate_usage(payload, reply)
-                            reply.estimated = True
+                        usage, missing = checked_usage(reply.usage)
+                        if missing:  # counted with the pinned tokenizer, disclosed on the card
+                            estimate = estimate_usage(payload, reply)
+                            usage.update({name: estimate[name] for name in missing})
+                        reply.usage, reply.estimated = usage, missing
                         return reply
             if retries >= ex.max_retries:
                 raise CallFailed(f"{kind} after {retries} retries", retries, waited, failures)

@@ -108,7 +108,9 @@ def first_request(trace: Trace, tools: Sequence[Any]) -> dict[str, int | None]:
     of the same request (its opening messages and the tool block)."""
     first = trace.replies[0] if trace.replies else None
     server = (
-        _field(first.usage, "prompt_tokens") if first is not None and not first.estimated else None
+        _field(first.usage, "prompt_tokens")
+        if first is not None and "prompt_tokens" not in first.estimated
+        else None
     )
     return {
         "first_request_tokens": server if isinstance(server, int) else None,
@@ -138,11 +140,7 @@ def episode_usage(replies: Sequence[ModelReply]) -> Usage:
         provider_cost_usd=float(sum(c for c in costs if c is not None))
         if any(c is not None for c in costs)
         else None,
-        estimated_tokens=sum(
-            (_field(r.usage, "prompt_tokens") or 0) + (_field(r.usage, "completion_tokens") or 0)
-            for r in replies
-            if r.estimated
-        )
+        estimated_tokens=sum(_field(r.usage, name) or 0 for r in replies for name in r.estimated)
         if any(r.estimated for r in replies)
         else None,
     )

@@ -26,6 +26,7 @@ from poisson_tasks.calibration.manifest import published_dir, published_facts, r
 from poisson_tasks.calibration.records import episode_tokens
 from poisson_tasks.calibration.render import render_document
 from poisson_tasks.errors import CardRefusal, PoissonError, RunFolderError
+from poisson_tasks.lifetime import die_with_parent
 from poisson_tasks.runfolder import RunHeader, read_header
 from poisson_tasks.view.diverge import first_divergence, flat_calls
 from poisson_tasks.view.packing import pack, scrubbed
@@ -101,7 +102,12 @@ def _tasks(arms: list[str], seeds: list[int], secret: str | None) -> Callable[[]
     pack_it = functools.partial(pack, secret=secret)
     if "fork" not in multiprocessing.get_all_start_methods():
         return lambda: regenerate(arms, seeds, pack_it)
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=die_with_parent,  # a killed `view` leaves no worker behind
+        initargs=(os.getpid(),),
+    )
     future = pool.submit(regenerate, arms, seeds, pack_it)
 
     def wait() -> TaskSet:
