@@ -697,7 +697,8 @@ def _observed_lines(observed: ServingObserved | None) -> list[str]:
     )
     return [
         f"- system_fingerprint over {observed.responses} responses: {fps}",
-        f"- tokens estimated with the pinned tokenizer (counts a response did not report, or reported as no count): "
+        "- tokens estimated with the pinned tokenizer (counts a response did not report, or "
+        f"reported as no count): "
         f"{observed.estimated_tokens:,} ({share} of all tokens)",
         f"- context overflow: {overflow}",
     ]

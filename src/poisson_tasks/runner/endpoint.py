@@ -369,10 +369,9 @@ def checked_usage(usage: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[s
         total = out.get("prompt_tokens" if part.startswith("prompt") else "completion_tokens")
         if is_count(value) and (total is None or value <= total):
             out[part] = {key: value}
-    cost = source.get("cost")
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        if math.isfinite(cost) and cost >= 0:
-            out["cost"] = float(cost)
+    cost: Any = source.get("cost")
+    if type(cost) in (int, float) and math.isfinite(cost) and cost >= 0:
+        out["cost"] = float(cost)
     return out, tuple(name for name in _COUNTS if name not in out)
 
 
