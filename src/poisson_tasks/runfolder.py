@@ -32,16 +32,18 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from poisson_tasks.errors import RunFolderError
+from poisson_tasks.arms import ArmSpec, parse_arm_id
+from poisson_tasks.errors import ArmError, RunFolderError
 from poisson_tasks.files import atomic_write, lines_limited, open_regular, os_problem, read_limited
 from poisson_tasks.prereg import Thresholds
-from poisson_tasks.verifier import Outcome
+from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, Outcome
 
 HEADER = "run.json"
 EPISODES = "episodes.jsonl"
@@ -329,3 +331,62 @@ def append_episode(fh: Any, line: EpisodeLine) -> None:
     fh.write(line.model_dump_json().encode() + b"\n")
     fh.flush()
     os.fsync(fh.fileno())
+
+
+class PlanSlots:
+    """A run header's plan as lookups, each arm id parsed once, and a slot per planned (arm,
+    seed, attempt) holding the line that scored it (0: none yet). The one integrity check of an
+    episode line against its folder's plan, which `card` (calibration.records) and `run
+    --resume` (runner.folder) both run: a line outside the plan, or a second scored line for one
+    attempt, is a damaged folder."""
+
+    def __init__(self, header: RunHeader) -> None:
+        self.seeds = {seed: index for index, seed in enumerate(dict.fromkeys(header.seeds))}
+        self.attempts = header.attempts
+        self.specs: dict[str, tuple[int, ArmSpec]] = {}
+        for arm in header.arms:
+            try:
+                spec = parse_arm_id(arm)
+            except ArmError as exc:
+                raise RunFolderError(f"run.json: arms: {exc}") from exc
+            self.specs.setdefault(arm, (len(self.specs), spec))
+        self.scored_at = array("q", bytes(8 * len(self.specs) * len(self.seeds) * self.attempts))
+
+    def check_slot(
+        self,
+        source: str,
+        number: int,
+        arm: str,
+        seed: int,
+        attempt: int,
+        min_calls: int,
+        outcome: str,
+    ) -> ArmSpec:
+        """The line's arm, once the line is found inside the plan and its slot not scored
+        before (an instrument failure may be retried; a scored attempt is run once)."""
+        found = self.specs.get(arm)
+        if found is None:
+            raise RunFolderError(f"{source}:{number}: arm {arm!r} is not in run.json's plan")
+        arm_index, spec = found
+        seed_index = self.seeds.get(seed)
+        if seed_index is None:
+            raise RunFolderError(f"{source}:{number}: seed {seed} is not in run.json's seed list")
+        if not 0 <= attempt < self.attempts:
+            raise RunFolderError(
+                f"{source}:{number}: attempt {attempt} is outside 0..{self.attempts - 1} "
+                f"(attempts are numbered from 0; the plan has {self.attempts})"
+            )
+        if min_calls != spec.min_calls:
+            raise RunFolderError(
+                f"{source}:{number}: min_calls {min_calls} disagrees with {arm}'s {spec.min_calls}"
+            )
+        if outcome not in INSTRUMENT_OUTCOMES:
+            slot = (arm_index * len(self.seeds) + seed_index) * self.attempts + attempt
+            if self.scored_at[slot]:
+                raise RunFolderError(
+                    f"{source}:{number}: {arm} seed {seed} attempt {attempt} was already scored at "
+                    f"line {self.scored_at[slot]}; an attempt is run once (only an instrument "
+                    "failure may be retried)"
+                )
+            self.scored_at[slot] = number
+        return spec

@@ -16,7 +16,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
-from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
@@ -24,13 +23,14 @@ from typing import Any, BinaryIO, NamedTuple
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from poisson_tasks.arms import ArmSpec, Knob, parse_arm_id
-from poisson_tasks.errors import ArmError, RunFolderError
+from poisson_tasks.arms import Knob
+from poisson_tasks.errors import RunFolderError
 from poisson_tasks.files import lines_limited, open_regular, os_problem
 from poisson_tasks.runfolder import (
     EPISODES,
     LINE_MAX_BYTES,
     EpisodeLine,
+    PlanSlots,
     RunHeader,
     Timing,
     Usage,
@@ -390,53 +390,17 @@ def _dialects(transcript: Any) -> list[str]:
 _EMPTY_DIALECTS: list[str] = []
 
 
-class _Plan:
-    """The header's plan as lookups, with each arm id parsed once, and a slot per planned
-    (arm, seed, attempt) holding the line that scored it (0: none yet)."""
-
-    def __init__(self, header: RunHeader) -> None:
-        self.seeds = {seed: index for index, seed in enumerate(dict.fromkeys(header.seeds))}
-        self.attempts = header.attempts
-        self.specs: dict[str, tuple[int, ArmSpec]] = {}
-        for arm in header.arms:
-            try:
-                spec = parse_arm_id(arm)
-            except ArmError as exc:
-                raise RunFolderError(f"run.json: arms: {exc}") from exc
-            self.specs.setdefault(arm, (len(self.specs), spec))
-        self.scored_at = array("q", bytes(8 * len(self.specs) * len(self.seeds) * self.attempts))
+class _Plan(PlanSlots):
+    """The header's plan (runfolder.PlanSlots, the check `run --resume` runs too), each checked
+    line made a row."""
 
     def check(self, source: str, number: int, doc: Mapping[str, Any]) -> EpisodeRow:
         """One checked row; a line outside the header's plan, or a second scored line for one
         attempt, is a damaged folder (named `source:number` in the error)."""
         arm, seed, attempt = doc["arm_id"], doc["seed"], doc["attempt"]
-        found = self.specs.get(arm)
-        if found is None:
-            raise RunFolderError(f"{source}:{number}: arm {arm!r} is not in run.json's plan")
-        arm_index, spec = found
-        seed_index = self.seeds.get(seed)
-        if seed_index is None:
-            raise RunFolderError(f"{source}:{number}: seed {seed} is not in run.json's seed list")
-        if not 0 <= attempt < self.attempts:
-            raise RunFolderError(
-                f"{source}:{number}: attempt {attempt} is outside 0..{self.attempts - 1} "
-                f"(attempts are numbered from 0; the plan has {self.attempts})"
-            )
-        if doc["min_calls"] != spec.min_calls:
-            raise RunFolderError(
-                f"{source}:{number}: min_calls {doc['min_calls']} disagrees with {arm}'s {spec.min_calls}"
-            )
         outcome, label = doc["outcome"], doc["strict_label"]
+        spec = self.check_slot(source, number, arm, seed, attempt, doc["min_calls"], outcome)
         instrument = outcome in INSTRUMENT_OUTCOMES
-        if not instrument:
-            slot = (arm_index * len(self.seeds) + seed_index) * self.attempts + attempt
-            if self.scored_at[slot]:
-                raise RunFolderError(
-                    f"{source}:{number}: {arm} seed {seed} attempt {attempt} was already scored at line "
-                    f"{self.scored_at[slot]}; an attempt is run once (only an instrument failure "
-                    "may be retried)"
-                )
-            self.scored_at[slot] = number
         usage = doc.get("usage", _NOTHING)
         timing = doc.get("timing", _NOTHING)
         return EpisodeRow(

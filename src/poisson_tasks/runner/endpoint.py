@@ -213,6 +213,12 @@ def evidence_of(response: httpx2.Response, secret: str | None) -> dict[str, Any]
     }
 
 
+def _no_response(kind: str, seconds: float) -> dict[str, Any]:
+    """The evidence of an attempt that ended without a response (a timeout, a dropped
+    connection): what ended it and after how long."""
+    return {"status": None, "kind": kind, "seconds": round(seconds, 6)}
+
+
 def retry_after_s(headers: httpx2.Headers, now: float | None = None) -> float | None:
     """The wait a server asks for: retry-after-ms, else Retry-After in seconds or as an HTTP date."""
     ms = headers.get("retry-after-ms")
@@ -260,6 +266,17 @@ class ModelReply:
     retries: int
     reasoning: str | None = None
     estimated: tuple[str, ...] = ()  # the usage counts the pinned tokenizer supplied
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CallLog:
+    """One model call's attempts as they happen: its retries, the seconds waited on the endpoint,
+    and each failed attempt's evidence. The caller holds it, so a call cut short by the
+    episode's wall clock still leaves every attempt it made in the episode record."""
+
+    retries: int = 0
+    seconds: float = 0.0
     failures: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -479,17 +496,20 @@ class Endpoint:
         tools: Sequence[dict[str, Any]],
         user: str,
         seed: int | None = None,
+        log: CallLog | None = None,
     ) -> ModelReply:
         """One chat completion; retries what can be retried and raises what cannot.
 
         ModelReply.seconds is the time spent waiting on the endpoint: inside the HTTP calls and in the
         backoff between them; encoding the request and reading the answer are the harness's.
-        `seed`, when given, is sent as the request's `seed`.
+        `seed`, when given, is sent as the request's `seed`. `log`, when given, is kept up to date
+        attempt by attempt (retries, seconds, failed attempts' evidence).
         """
         ex = self.execution
+        log = log if log is not None else CallLog()
         retries = 0
         waited = 0.0
-        failures: list[dict[str, Any]] = []
+        failures = log.failures
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
         payload = orjson.dumps(
             {**self._fixed, **extra, "messages": messages, "tools": tools, "user": user}
@@ -509,6 +529,7 @@ class Endpoint:
                     resp = await self._post(payload, retries)
                 finally:
                     waited += time.perf_counter() - t0
+                    log.seconds = waited
             except openai.RateLimitError as exc:
                 failures.append(evidence_of(exc.response, self._secret))
                 if exc.code == "insufficient_quota" or (
@@ -545,8 +566,10 @@ class Endpoint:
                     raise CallFailed(detail, retries, waited, failures) from None
             except (openai.APITimeoutError, TimeoutError):
                 kind = "timeout"
+                failures.append(_no_response(kind, time.perf_counter() - t0))
             except openai.APIConnectionError:
                 kind = "connection"
+                failures.append(_no_response(kind, time.perf_counter() - t0))
             else:
                 try:
                     body = loads_lenient(resp.content)
@@ -577,6 +600,7 @@ class Endpoint:
             if retries >= ex.max_retries:
                 raise CallFailed(f"{kind} after {retries} retries", retries, waited, failures)
             retries += 1
+            log.retries = retries
             self.counters.retries += 1
             self.counters.last_retry = kind
             self.counters.by_kind[kind] = self.counters.by_kind.get(kind, 0) + 1
@@ -587,5 +611,8 @@ class Endpoint:
             if retry_after is not None:
                 delay = max(delay, min(retry_after, ceiling))
             t0 = time.perf_counter()
-            await asyncio.sleep(delay)
-            waited += time.perf_counter() - t0
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                waited += time.perf_counter() - t0
+                log.seconds = waited

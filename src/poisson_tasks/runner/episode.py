@@ -34,7 +34,7 @@ from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.prereg import Slot
 from poisson_tasks.reference.wire import request_tokens
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
-from poisson_tasks.runner.endpoint import Endpoint, ModelReply, derived_seed
+from poisson_tasks.runner.endpoint import CallLog, Endpoint, ModelReply, derived_seed
 from poisson_tasks.runner.textcalls import text_call_dialect
 from poisson_tasks.verifier import FormatReport, Outcome, verify
 
@@ -60,6 +60,7 @@ class Trace:
     retries: int = 0
     model_s: float = 0.0
     call_started: float | None = None
+    in_flight: CallLog | None = None  # the call under way: its attempts so far
 
     @classmethod
     def start(cls, bundle: TaskBundle) -> Trace:
@@ -67,10 +68,15 @@ class Trace:
         return cls(messages=opening, opening=len(opening))
 
     def close_call(self) -> None:
-        """Count a call cut short (by the episode's timeout) as time spent waiting on the model."""
+        """Count a call cut short (by the episode's timeout) as time spent waiting on the model,
+        and keep every attempt it made: its retries and failed attempts' evidence."""
         if self.call_started is not None:
             self.model_s += time.perf_counter() - self.call_started
             self.call_started = None
+        if self.in_flight is not None:
+            self.retries += self.in_flight.retries
+            self.failures.extend(self.in_flight.failures)
+            self.in_flight = None
 
 
 def _sum(values: Sequence[int | float | None]) -> Any:
@@ -194,9 +200,13 @@ async def _loop(
     for _ in range(ctx.turn_limit):
         trace.request_sizes.append(len(trace.messages))
         trace.call_started = time.perf_counter()
+        trace.in_flight = CallLog()
         try:
-            reply = await ctx.endpoint.complete(trace.messages, bundle.tools, user, seed)
+            reply = await ctx.endpoint.complete(
+                trace.messages, bundle.tools, user, seed, trace.in_flight
+            )
         except CallFailed as exc:
+            trace.in_flight = None
             trace.retries += exc.retries
             trace.model_s += exc.seconds
             trace.failures.extend(exc.evidence)
@@ -215,7 +225,7 @@ async def _loop(
                 trace.text_call_dialects.append("server-unparsed")
                 return False
             raise
-        trace.call_started = None
+        trace.call_started = trace.in_flight = None
         trace.replies.append(reply)
         trace.retries += reply.retries
         trace.model_s += reply.seconds

@@ -52,6 +52,7 @@ from poisson_tasks.runfolder import (
     REPLAY,
     EpisodeLine,
     OwnToolsRecord,
+    PlanSlots,
     ReplayRecord,
     RunHeader,
     Session,
@@ -300,7 +301,17 @@ class RunFolder:
         _check_shard(path, header, shard)
         _check_replay(path, header, replay)
         state = FolderState()
-        for line in iter_episodes(path):
+        slots = PlanSlots(header)  # card's own check: a line outside the plan, a slot twice
+        for number, line in enumerate(iter_episodes(path), start=1):
+            slots.check_slot(
+                f"{path / EPISODES}",
+                number,
+                line.arm_id,
+                line.seed,
+                line.attempt,
+                line.min_calls,
+                line.outcome,
+            )
             state.add(line)
         for session in header.sessions:
             state.spend.add(session.abandoned_usage)
