@@ -79,7 +79,7 @@ def _bad_files(tmp: Path) -> dict[str, tuple[Path, str]]:
     one = _tool("get_order")
     one["function"]["description"] = "x" * (5 * 1024 * 1024)
     big.write_text(json.dumps([one]))
-    out["size"] = (big, f"bytes is more than the {MAX_BYTES:,} a tool file may hold")
+    out["size"] = (big, f"more than the {MAX_BYTES:,} bytes a tool file may hold")
     return out
 
 

@@ -342,7 +342,7 @@ def card(
     if plot and out is None:
         raise PoissonError("--plot writes PNG files: add --out DIR")
     incomplete = False
-    if target is None or target.is_file():
+    if target is None or (target.exists() and not target.is_dir()):  # a FIFO: refused as read
         artifact, incomplete = _run_then_card(target, run_dir, out, quiet)
     elif target.is_dir():
         if run_dir is not None:
