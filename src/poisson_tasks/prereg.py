@@ -539,6 +539,15 @@ def is_credential_name(name: str) -> bool:
 
 MAX_URL_CHARS = 2048
 _HOST_ASCII = re.compile(r"^[A-Za-z0-9._-]+$")
+_HOST_NUMERIC = re.compile(r"^[0-9.]+$")
+
+
+def _is_ipv4(host: str) -> bool:
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def url_form_problems(url: str, where: str = "model.base_url") -> list[str]:
@@ -577,14 +586,16 @@ def url_form_problems(url: str, where: str = "model.base_url") -> list[str]:
                 "http://[::1]:8000/v1"
             ]
     else:
-        try:
-            ascii_host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            ascii_host = ""
-        if not _HOST_ASCII.match(ascii_host) or ":" in port_text or "]" in netloc:
+        numeric = _HOST_NUMERIC.match(host) is not None
+        if numeric and not _is_ipv4(host):
+            return [
+                f"{where}: the host is not an IPv4 address (four numbers 0-255, e.g. 127.0.0.1)"
+            ]
+        if not _HOST_ASCII.match(host) or ":" in port_text or "]" in netloc:
             return [
                 f"{where}: the host is not a host name or an address; write it as "
-                "http://HOST:PORT/v1 (an IPv6 address in brackets: http://[::1]:8000/v1)"
+                "http://HOST:PORT/v1 in ASCII (a name in another script as its xn-- form, an "
+                "IPv6 address in brackets: http://[::1]:8000/v1)"
             ]
     if has_port:
         if not port_text.isdigit() or (bracketed and not netloc.partition("]")[2].startswith(":")):

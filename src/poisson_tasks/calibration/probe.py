@@ -41,6 +41,7 @@ from poisson_tasks.calibration.intervals import paired_interval
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run, records_sha256
 from poisson_tasks.calibration.stats import Interval, call_pair
 from poisson_tasks.errors import PreregistrationError, RunFolderError
+from poisson_tasks.files import os_problem, read_limited
 from poisson_tasks.prereg import (
     FORMAT as PREREG_FORMAT,
 )
@@ -54,7 +55,7 @@ from poisson_tasks.prereg import (
     validate_preregistration,
 )
 from poisson_tasks.probefigures import KnobStatusRow, ProbeCell, ProbeFigure, ProbeVerdict
-from poisson_tasks.runfolder import read_header
+from poisson_tasks.runfolder import HEADER_MAX_BYTES, read_header
 
 PROBE_FORMAT = "poisson-tasks/probe@1"
 PROBED_KNOBS: tuple[Knob, ...] = (
@@ -309,7 +310,11 @@ def read_registration(folder: Path) -> ProbeRegistration:
             "PREREG --out DIR` first)"
         )
     try:
-        return ProbeRegistration.model_validate_json(path.read_bytes(), strict=False)
+        return ProbeRegistration.model_validate_json(
+            read_limited(path, HEADER_MAX_BYTES), strict=False
+        )
+    except OSError as exc:
+        raise RunFolderError(f"{path} cannot be read: {os_problem(exc)}") from None
     except ValidationError as exc:
         raise RunFolderError(f"{path} is damaged: {str(exc).splitlines()[0]}") from None
 
@@ -353,7 +358,10 @@ def rerun_folders(root: Path, label: str) -> list[tuple[Path, RerunNote]]:
     for entry in base.iterdir():
         match = re.fullmatch(r"rerun-(\d+)\.json", entry.name)
         if match and entry.is_file():
-            note = RerunNote.model_validate_json(entry.read_bytes())
+            try:
+                note = RerunNote.model_validate_json(read_limited(entry, HEADER_MAX_BYTES))
+            except OSError as exc:
+                raise RunFolderError(f"{entry} cannot be read: {os_problem(exc)}") from None
             out.append((int(match.group(1)), base / f"rerun-{match.group(1)}", note))
     return [(d, n) for _, d, n in sorted(out, key=lambda row: row[0])]
 

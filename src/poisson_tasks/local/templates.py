@@ -34,9 +34,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.errors import LocalServeError, MissingExtraError
+from poisson_tasks.files import TooLarge, read_limited
 from poisson_tasks.local.defaults import EMBEDDED, TEMPLATE, TEMPLATE_SUFFIX, shipped_templates
 from poisson_tasks.local.gguf import GgufMetadata
 
+TEMPLATE_MAX_BYTES = 1 << 20  # a --template file: a page of Jinja
 PROBE_TOOL = "poisson_probe_tool_7f3a"
 PROBE_ARGUMENTS = {"q": "probe"}
 _PROBE_REPLY = "\u2063poisson probe reply\u2063"  # invisible separators: no template writes them
@@ -92,7 +94,12 @@ def load_template(spec: str) -> ChatTemplate | None:
             f"`{EMBEDDED}` (the GGUF's own) nor a readable file: give one of those"
         )
     try:
-        return _template(path.name, path.read_bytes(), str(path))
+        return _template(path.name, read_limited(path, TEMPLATE_MAX_BYTES), str(path))
+    except TooLarge:
+        raise LocalServeError(
+            f"--template {path}: larger than {TEMPLATE_MAX_BYTES:,} bytes; a chat template is a "
+            "page of Jinja"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise LocalServeError(f"--template {path}: cannot be read as UTF-8 text ({exc})") from None
 
