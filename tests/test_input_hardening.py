@@ -326,3 +326,15 @@ def test_resume_refuses_a_folder_card_would_refuse_and_writes_nothing(
         assert (folder / HEADER).read_bytes() == header
         assert (folder / EPISODES).read_bytes() == data
         assert len(read_header(folder).sessions) == 1
+
+
+def test_an_unexpected_error_is_one_line_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(name: str | None) -> str:
+        raise ValueError("a bug\nerror: and a forged line")
+
+    monkeypatch.setattr("poisson_tasks.knobtable.render_knobs", broken)
+    assert run_cli(["knobs"]) == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: internal error (ValueError: a bug)")
