@@ -185,7 +185,7 @@ def test_a_shard_folder_resumes_as_its_own_shard_only(
         [*CLI, "run", "--resume", str(out), "--quiet"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert "(shard 0/2) session 1: complete" in done.stdout
+    assert "(shard 0/2) session 1: complete" in done.stderr
     assert len(read_header(out).sessions) == 2
 
 
