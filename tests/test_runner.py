@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import re
 import signal
 import socket
 import subprocess
@@ -25,12 +24,13 @@ from typer.testing import CliRunner
 
 from poisson_tasks.calibration.records import records_from_run
 from poisson_tasks.cli import app
+from poisson_tasks.credentials import REDACTED_SHAPE, redact, scrub
 from poisson_tasks.errors import EndpointError, RunFolderError
 from poisson_tasks.prereg import load_preregistration
 from poisson_tasks.reference import ReferenceServer, noisy_expected, start_reference_server
 from poisson_tasks.runfolder import EPISODES, EpisodeLine, iter_episodes, read_header
 from poisson_tasks.runner import run_preregistration
-from poisson_tasks.runner.endpoint import parse_tool_call, redact, scrub
+from poisson_tasks.runner.endpoint import parse_tool_call
 from poisson_tasks.runner.textcalls import looks_like_tool_call
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
@@ -643,7 +643,7 @@ def _redact_by_hand(text: str, secret: str) -> str:
         else:
             out.append(text[at])
             at += 1
-    return re.sub(r"\b(sk|key|rk)-[A-Za-z0-9_\-*]{4,}", "[redacted]", "".join(out))
+    return REDACTED_SHAPE.sub("[redacted]", "".join(out))
 
 
 def _scrub_by_hand(value: Any, secret: str) -> Any:
@@ -668,7 +668,15 @@ def test_scrub_and_redact_equal_the_position_by_position_pass() -> None:
                 start = rng.randint(0, len(secret))
                 parts.append(secret[start : rng.randint(start, len(secret))])
             elif roll < 0.35:
-                parts.append(rng.choice(["sk-", "key-", "rk-", "sk-abcd", "xsk-abcde", "\0"]))
+                parts.append(
+                    rng.choice(
+                        [
+                            *("sk-", "key-", "rk-", "sk-abcd", "xsk-abcde", "\0"),
+                            *("hf_", "hf_abcdefgh01234567ij", "Bearer abc123def456", "AKIA"),
+                            *("AKIAABCDEFGHIJ012345", "eyJhbGciOi.eyJzdWIiOi.x", "xoxb-12345678"),
+                        ]
+                    )
+                )
             else:
                 parts.append(
                     "".join(rng.choice('ab-_kXY01 \n\0"\\é') for _ in range(rng.randint(0, 9)))

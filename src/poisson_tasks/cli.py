@@ -50,9 +50,12 @@ _reported: list[int] = []  # exit statuses whose line a verb already printed
 
 
 def _say(prefix: str, text: str) -> None:
-    """One line on stderr, `prefix: text`, its control characters escaped (errors.escape_controls):
-    a value quoted from the input never starts a second line."""
-    typer.echo(f"{prefix}: {escape_controls(text)}", err=True)
+    """One line on stderr, `prefix: text`: a credential-shaped run in it hidden (credentials.masked,
+    whoever built the message) and its control characters escaped (errors.escape_controls), so a
+    value quoted from the input never starts a second line."""
+    from poisson_tasks.credentials import masked
+
+    typer.echo(f"{prefix}: {escape_controls(masked(text))}", err=True)
 
 
 def _fail(exc: PoissonError) -> typer.Exit:

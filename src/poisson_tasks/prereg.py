@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 from pydantic import (
@@ -50,6 +50,12 @@ from pydantic import (
 
 from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.bundle import canonical_json, digest
+from poisson_tasks.credentials import (
+    could_be_credential,
+    credential_shaped,
+    fields_where,
+    shown,
+)
 from poisson_tasks.errors import ArmError, PolicyError, PreregistrationError, ToolFileError
 from poisson_tasks.files import NotARegularFile, TooLarge, read_limited
 from poisson_tasks.hashes import engine_hash, generator_hash
@@ -75,8 +81,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a study's name: a safe folder name
 # Names that carry a credential, in a query string, a request body or a header.
 _CREDENTIAL_NAME = re.compile(
-    r"(^|[_\-.])(api[_\-]?key|apikey|key|token|access[_\-]?token|secret|password|passwd"
-    r"|auth|authorization|bearer|credentials?|sig|signature)$",
+    r"(^|[_\-.])(api[_\-]?keys?|apikeys?|key|token|access[_\-]?tokens?|secrets?|passwords?"
+    r"|passwd|pass|pwd|auth|authorization|bearer|credentials?|sig|signature|cookies?"
+    r"|session[_\-]?(id|token|key))$",
     re.IGNORECASE,
 )
 _KEYLIKE = re.compile(r"^(sk-|sk_|Bearer )|^(?=.*[a-z])(?=.*[0-9])[A-Za-z0-9]{24,}$")
@@ -405,6 +412,8 @@ def seed_list_hash(seeds: Sequence[int]) -> str:
 def _where(loc: tuple[int | str, ...], section: str = "") -> str:
     parts = [section] if section else []
     for part in loc:
+        if isinstance(part, str) and could_be_credential(part):
+            part = "(a key not shown)"
         if isinstance(part, int):
             parts[-1:] = [f"{parts[-1]}[{part}]"] if parts else [f"[{part}]"]
         else:
@@ -428,7 +437,7 @@ def _pydantic_problems(exc: ValidationError, section: str) -> list[str]:
         elif err["type"] == "missing":
             out.append(f"{where}: required field is missing")
         else:
-            out.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+            out.append(f"{where}: {err['msg']} (got {shown(err.get('input'))})")
     return out
 
 
@@ -456,9 +465,14 @@ def _parse_sections(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 if "key" in str(key).lower()
                 else f"known keys: {', '.join(sorted(known))}"
             )
-            problems.append(f"{key}: unknown key; {hint}")
+            named = (
+                f"(document): unknown key {shown(key)}"
+                if not isinstance(key, str) or could_be_credential(key)
+                else f"{key}: unknown key"
+            )
+            problems.append(f"{named}; {hint}")
     if doc.get("format") != FORMAT:
-        problems.append(f"format: must be {FORMAT!r}, got {doc.get('format')!r}")
+        problems.append(f"format: must be {FORMAT!r}, got {shown(doc.get('format'))}")
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip():
         problems.append("name: required, a non-empty string naming the study")
@@ -509,21 +523,24 @@ def _check_serving(serving: Serving) -> list[str]:
             parse_model(serving.model)
         except PolicyError as exc:
             problems.append(f"model.model: {exc}")
+    if serving.base_url is not None:
+        problems.extend(_check_base_url(serving.base_url))
     if serving.base_url is not None and not serving.base_url.startswith(("http://", "https://")):
         problems.append(
-            f"model.base_url: must start with http:// or https://, got {serving.base_url!r}"
+            f"model.base_url: must start with http:// or https://, got {shown(serving.base_url)}"
         )
     elif serving.base_url is not None:
-        problems.extend(url_form_problems(serving.base_url) or _check_base_url(serving.base_url))
+        problems.extend(url_form_problems(serving.base_url))
     if serving.api_key_env is not None:
-        if _KEYLIKE.search(serving.api_key_env):
+        if _KEYLIKE.search(serving.api_key_env) or credential_shaped(serving.api_key_env):
             problems.append(
                 "model.api_key_env: looks like a key, not a variable name; put the key in an "
                 "environment variable and name the variable here (e.g. OPENAI_API_KEY)"
             )
         elif not _ENV_NAME.match(serving.api_key_env):
             problems.append(
-                f"model.api_key_env: {serving.api_key_env!r} is not an environment variable name"
+                f"model.api_key_env: {shown(serving.api_key_env)} is not an environment "
+                "variable name (letters, digits and _, not starting with a digit)"
             )
     if serving.rates is not None:
         for field in ("input", "cached_input", "output"):
@@ -611,9 +628,34 @@ def url_form_problems(url: str, where: str = "model.base_url") -> list[str]:
 def _check_base_url(url: str) -> list[str]:
     """A base URL carries no credential: no user:password@ and no key-like query parameter. The
     problem names neither the key nor the URL as written, so the key is never echoed."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL at all (the URL checks say so): only a credential is named
+        if credential_shaped(url) or credential_shaped(unquote(url)) or "@" in url:
+            return [
+                "model.base_url: holds a user name, password or a value shaped like a "
+                "credential; remove it and put the key in an environment variable named by "
+                "model.api_key_env"
+            ]
+        return []
     problems: list[str] = []
-    if parts.username is not None or parts.password is not None:
+    shaped = [
+        name
+        for name, part in (
+            ("host", parts.netloc.rpartition("@")[2]),
+            ("path", parts.path),
+            ("query", parts.query),
+            ("fragment", parts.fragment),
+        )
+        if part and (credential_shaped(part) or credential_shaped(unquote(part)))
+    ]
+    if shaped:
+        problems.append(
+            f"model.base_url: its {' and '.join(shaped)} holds a value shaped like a credential "
+            "(an API key or a token); remove it and put the key in an environment variable named "
+            "by model.api_key_env"
+        )
+    if "@" in parts.netloc:
         problems.append(
             "model.base_url: holds a user name or password (user:key@host); remove it and put "
             "the key in an environment variable named by model.api_key_env"
@@ -626,6 +668,22 @@ def _check_base_url(url: str) -> list[str]:
             "and put the key in an environment variable named by model.api_key_env"
         )
     return problems
+
+
+# model.api_key_env and model.base_url have their own checks, which say more about what is wrong
+_OWN_CREDENTIAL_CHECKS = frozenset({"model.api_key_env", "model.base_url"})
+
+
+def _credentials_in(doc: Mapping[str, Any]) -> list[str]:
+    """A problem for every field of the document (any section, any depth, keys included) that
+    holds a value shaped like a credential; the field is named, the value never."""
+    return [
+        f"{field}: holds a value shaped like a credential (an API key or a bearer token), which "
+        "would be written into the run folder and the card; remove it and put the key in an "
+        "environment variable named by model.api_key_env"
+        for field in fields_where(dict(doc), credential_shaped)
+        if field not in _OWN_CREDENTIAL_CHECKS
+    ]
 
 
 def _credential_keys(value: Any, where: str) -> list[str]:
@@ -792,7 +850,7 @@ def _check_design(
                 min(len(design.seeds), len(seeds)),
             )
             problems.append(
-                f"design.seeds: not derivable from seed_string {design.seed_string!r} with tasks "
+                f"design.seeds: not derivable from seed_string {shown(design.seed_string)} with tasks "
                 f"{design.tasks} (first difference at index {first}); remove the list or fix it"
             )
         derived_hash = seed_list_hash(seeds)
@@ -897,7 +955,7 @@ def _check_build(build: Build | None) -> list[str]:
         if pinned is None:
             continue
         if not _HEX64.match(pinned):
-            problems.append(f"build.{name}: {pinned!r} is not a 64-digit lowercase hex hash")
+            problems.append(f"build.{name}: {shown(pinned)} is not a 64-digit lowercase hex hash")
         elif pinned != ours[name]:
             problems.append(
                 f"build.{name}: the pre-registration pins {pinned[:12]}, this install's is "
@@ -1103,7 +1161,9 @@ def validate_preregistration(
     problems = _walk(doc, "")
     if problems:  # nothing below can be trusted with NaN, 2^64 or a nesting bomb in it
         raise PreregistrationError(problems[:20])
+    shaped = _credentials_in(doc)
     parsed, problems = _parse_sections(doc)
+    problems = shaped + problems
     too_big = _check_bounds(parsed)
     if too_big:  # sizes first: the checks below derive seeds and horizons from them
         raise PreregistrationError(problems + too_big)

@@ -16,6 +16,7 @@ note a revision carries ("declared, not verified", "verified: ...") is not part 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,17 @@ from typing import Any
 from poisson_tasks.runfolder import RunHeader
 
 __all__ = [
+    "MAX_CONTEXT_WINDOW",
     "N10_FIELDS",
+    "RAW_ANSWER_BYTES",
+    "UNREADABLE",
     "ServingComparison",
     "ServingDifference",
     "ServingFacts",
+    "bounded_answer",
     "compare_serving",
+    "context_window",
+    "readable_version",
     "revisions_agree",
     "serving_facts",
     "session_facts",
@@ -48,6 +55,45 @@ N10_FIELDS: tuple[tuple[str, str], ...] = (
 NOT_RECORDED = "not recorded"
 _MIN_HEX = 7
 _WIDTH = 80  # a value in a one-line message (serving flags can run to 2,000 characters)
+
+
+# What a server says about itself is typed and bounded before it is recorded (runner/provenance.py)
+# and again when a card reads it (calibration/provenance.py): a version is a short printable
+# string, a context window a positive integer, a raw answer at most RAW_ANSWER_BYTES of JSON.
+UNREADABLE = "unreadable"
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_\-:/ ()~@,]{0,63}", re.ASCII)
+MAX_CONTEXT_WINDOW = 2**31
+RAW_ANSWER_BYTES = 4096
+
+
+def readable_version(value: Any) -> str | None:
+    """A version as recorded: None when the server gave none, the text when it is a short
+    printable string (at most 64 characters: letters, digits, . + _ - : / ( ) ~ @ , and spaces),
+    else "unreadable" (an HTML fragment, a list, a megabyte of text)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str) and _VERSION.fullmatch(value.strip()):
+        return value.strip()
+    return UNREADABLE
+
+
+def context_window(value: Any) -> int | None:
+    """A context window as recorded: a positive integer the server sent as one (a string, a
+    float or a boolean is not trusted), at most 2^31; else None (not reported)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_CONTEXT_WINDOW:
+        return value
+    return None
+
+
+def bounded_answer(value: Any) -> Any:
+    """A server's raw answer as recorded: whole when its JSON is at most RAW_ANSWER_BYTES, else
+    its size and its first RAW_ANSWER_BYTES characters of JSON text, marked truncated."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    if len(text.encode("utf-8")) <= RAW_ANSWER_BYTES:
+        return value
+    return {"truncated": True, "bytes": len(text.encode("utf-8")), "head": text[:RAW_ANSWER_BYTES]}
 
 
 def _clip(text: str, width: int) -> str:
@@ -136,7 +182,7 @@ def _engine_version(serving: Mapping[str, Any]) -> str | None:
     """stack_version, else the version the server's own route reported (vLLM and Ollama:
     details.version; the reference endpoint: details.health.version)."""
     if serving.get("stack_version") is not None:
-        return _text(serving["stack_version"])
+        return readable_version(serving["stack_version"])
     details = serving.get("details")
     if not isinstance(details, Mapping):
         return None
@@ -145,7 +191,7 @@ def _engine_version(serving: Mapping[str, Any]) -> str | None:
         version = version.get("version")
     if version is None and isinstance(details.get("health"), Mapping):
         version = details["health"].get("version")
-    return _text(version)
+    return readable_version(version)
 
 
 def serving_facts(serving: Mapping[str, Any], decoding: Mapping[str, Any]) -> ServingFacts:
@@ -158,7 +204,7 @@ def serving_facts(serving: Mapping[str, Any], decoding: Mapping[str, Any]) -> Se
         engine=_text(serving.get("stack") or serving.get("provider")),
         engine_version=_engine_version(serving),
         flags=_text(serving.get("flags")),
-        context_window=_text(serving.get("context_window")),
+        context_window=_text(context_window(serving.get("context_window"))),
         quantization=_text(serving.get("quantization")),
         chat_template=_text(template),
         sampling=_text(dict(decoding)) if decoding else None,

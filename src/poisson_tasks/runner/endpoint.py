@@ -36,6 +36,7 @@ import openai
 import orjson
 
 from poisson_tasks.bundle import ToolCall
+from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import (
     CallFailed,
     ContextOverflow,
@@ -51,14 +52,19 @@ ATTEMPT_HEADER = "X-Poisson-Attempt"
 # The body is encoded once with orjson and posted through the client's own transport (auth, error
 # mapping): the client's per-call parameter transform costs milliseconds per call.
 _JSON = {"Content-Type": "application/json"}
-_KEYISH = re.compile(r"\b(sk|key|rk)-[A-Za-z0-9_\-*]{4,}")
-_KEY_PREFIXES = ("sk-", "key-", "rk-")  # every _KEYISH match holds one of these
-_KEY_PREFIX_BYTES = tuple(prefix.encode() for prefix in _KEY_PREFIXES)
-_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what a JSON string writes as an escape
-SECRET_PIECE = 8  # any run of this many characters of the key is redacted
 EVIDENCE_BYTES = 4096
 _CREDENTIAL_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "www-authenticate",
+        "cookie",
+        "set-cookie",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-auth-token",
+    }
 )
 RETRY_AFTER_DEFAULT_MAX_S = 300.0
 # The three wordings of "the conversation no longer fits the model's window": OpenAI's error code,
@@ -75,102 +81,6 @@ _WINDOW = re.compile(
 
 # llama.cpp's wording (common/chat.cpp) when a tool call's arguments are not JSON.
 _UNPARSED_CALL = re.compile(r"Failed to parse tool call arguments as JSON", re.IGNORECASE)
-
-
-def _pieces(secret: str) -> frozenset[str]:
-    piece_length = min(SECRET_PIECE, len(secret))
-    return frozenset(secret[i : i + piece_length] for i in range(len(secret) - piece_length + 1))
-
-
-def redact(text: str, secret: str | None) -> str:
-    """Remove the API key, every 8-character piece of it, and anything shaped like a key."""
-    return _redact(text, secret, _pieces(secret) if secret else frozenset())
-
-
-def _redact(text: str, secret: str | None, pieces: frozenset[str]) -> str:
-    """redact() with the key's pieces made once by the caller."""
-    if secret:
-        text = text.replace(secret, "[redacted]")
-        # Whether any piece occurs, by the string search in C: on a text without one (nearly
-        # every text) the position-by-position pass below would change nothing.
-        if any(piece in text for piece in pieces):
-            piece_length = min(SECRET_PIECE, len(secret))
-            covered = [False] * len(text)
-            for position in range(len(text) - piece_length + 1):
-                if text[position : position + piece_length] in pieces:
-                    covered[position : position + piece_length] = [True] * piece_length
-            out: list[str] = []
-            position = 0
-            while position < len(text):
-                if covered[position]:
-                    while position < len(text) and covered[position]:
-                        position += 1
-                    out.append("[redacted]")
-                else:
-                    out.append(text[position])
-                    position += 1
-            text = "".join(out)
-    return _KEYISH.sub("[redacted]", text)
-
-
-def scrub(obj: Any, secret: str | None) -> Any:
-    """A JSON-like value with every string (and key) redacted; the same object when no key is set,
-    or when no string holds a piece of the key or anything shaped like one (nothing to redact)."""
-    if not secret:
-        return obj
-    pieces = _pieces(secret)
-    if not _may_hold_key(obj, secret, pieces):
-        return obj
-    return _scrub(obj, secret, pieces)
-
-
-def _may_hold_key(obj: Any, secret: str, pieces: frozenset[str]) -> bool:
-    """Whether some string of `obj` holds a piece of the key or a key-shaped prefix, searched
-    once over all of them; a hit that spans two strings only sends a clean value down the exact
-    path. A key with no character JSON escapes appears verbatim in the JSON text, and so does
-    each prefix; otherwise (or when orjson refuses the value) the strings are joined by NUL,
-    which the key pattern never matches."""
-    if not _JSON_ESCAPED.search(secret):
-        try:
-            text = orjson.dumps(obj)
-        except TypeError:  # orjson's JSONEncodeError: a value it cannot write
-            pass
-        else:
-            return any(piece.encode() in text for piece in pieces) or any(
-                prefix in text for prefix in _KEY_PREFIX_BYTES
-            )
-    texts: list[str] = []
-    _strings(obj, texts)
-    joined = "\0".join(texts)
-    return any(piece in joined for piece in pieces) or _keyish(joined)
-
-
-def _keyish(text: str) -> bool:
-    """Whether _KEYISH matches: its three prefixes looked for first (the regex is slower)."""
-    return any(prefix in text for prefix in _KEY_PREFIXES) and _KEYISH.search(text) is not None
-
-
-def _strings(obj: Any, out: list[str]) -> None:
-    """Every string of a JSON-like value, keys included, in the order scrub visits them."""
-    if isinstance(obj, str):
-        out.append(obj)
-    elif isinstance(obj, dict):
-        for key, value in obj.items():
-            _strings(key, out)
-            _strings(value, out)
-    elif isinstance(obj, (list, tuple)):
-        for value in obj:
-            _strings(value, out)
-
-
-def _scrub(obj: Any, secret: str, pieces: frozenset[str]) -> Any:
-    if isinstance(obj, str):
-        return _redact(obj, secret, pieces)
-    if isinstance(obj, dict):
-        return {_scrub(k, secret, pieces): _scrub(v, secret, pieces) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_scrub(v, secret, pieces) for v in obj]
-    return obj
 
 
 def _clean_surrogates(obj: Any) -> Any:
@@ -196,7 +106,7 @@ def loads_lenient(content: bytes) -> Any:
 def evidence_of(response: httpx2.Response, secret: str | None) -> dict[str, Any]:
     """What a failed response showed: status, headers less credentials, the body's first 4 KB."""
     headers = {
-        k.lower(): redact(v, secret)
+        redact(k.lower(), secret): redact(v, secret)
         for k, v in response.headers.items()
         if k.lower() not in _CREDENTIAL_HEADERS
     }
@@ -572,7 +482,9 @@ class Endpoint:
                 failures.append(_no_response(kind, time.perf_counter() - t0))
             else:
                 try:
-                    body = loads_lenient(resp.content)
+                    # the one place a completion enters: the key is redacted from every string
+                    # of it (ids, finish_reason, system_fingerprint, content, unknown fields)
+                    body = self.scrub(loads_lenient(resp.content))
                 except ValueError:
                     failures.append(evidence_of(resp, self._secret))
                     kind = "not_json"

@@ -29,11 +29,17 @@ from typing import Any
 import httpx2
 
 from poisson_tasks import __version__
+from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import EndpointError
 from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.prereg import Serving
-from poisson_tasks.runner.endpoint import redact
-from poisson_tasks.servingpin import revisions_agree
+from poisson_tasks.servingpin import (
+    RAW_ANSWER_BYTES,
+    bounded_answer,
+    context_window,
+    readable_version,
+    revisions_agree,
+)
 
 _PACKAGES = (
     "openai",
@@ -106,10 +112,11 @@ async def _get(
         raise EndpointError(
             f"{redact(url, key)} answered HTTP {resp.status_code}: check the server"
         )
+    # where a serving fact enters: the key is redacted from every string of the answer
     try:
-        return resp.json()
+        return scrub(resp.json(), key)
     except ValueError:
-        return redact(resp.text[:2000], key)
+        return redact(resp.text[:RAW_ANSWER_BYTES], key)
 
 
 def _entry(listing: Any, model: str) -> dict[str, Any] | None:
@@ -179,16 +186,18 @@ async def _vllm(
     if entry is None:
         raise EndpointError(
             f"{base_url} does not serve model {serving.model!r} (it serves "
-            f"{', '.join(sorted(_model_ids(listing))[:8]) or 'nothing'}): fix model.model"
+            f"{_listed(listing)}): fix model.model"
         )
     info = await _get(client, f"{root}/server_info", key)
     root_path = entry.get("root")
     snap = _SNAPSHOT.search(root_path) if isinstance(root_path, str) else None
     out: dict[str, Any] = {
         "stack": "vllm",
-        "stack_version": version.get("version") if isinstance(version, dict) else None,
-        "served_root": root_path,
-        "context_window": entry.get("max_model_len"),
+        "stack_version": readable_version(version.get("version"))
+        if isinstance(version, dict)
+        else None,
+        "served_root": root_path if isinstance(root_path, str) else None,
+        "context_window": context_window(entry.get("max_model_len")),
         "weights_revision": _check_revision(
             serving.revision, snap.group(1) if snap else None, "vLLM's model root"
         ),
@@ -234,9 +243,13 @@ async def _ollama(
     params = show.get("parameters") if isinstance(show, dict) else None
     return {
         "stack": "ollama",
-        "stack_version": version.get("version") if isinstance(version, dict) else None,
-        "context_window": window,
-        "quantization": details.get("quantization_level") if isinstance(details, dict) else None,
+        "stack_version": readable_version(version.get("version"))
+        if isinstance(version, dict)
+        else None,
+        "context_window": context_window(window),
+        "quantization": readable_version(details.get("quantization_level"))
+        if isinstance(details, dict)
+        else None,
         "flags": [str(params)[:2000]] if params else [],
         "weights_revision": _check_revision(serving.revision, digest, "Ollama's model digest"),
         "details": {"version": version, "show": {"details": details}, "digest": digest},
@@ -258,7 +271,7 @@ async def _llamacpp(
     if _entry(listing, serving.model) is None:
         raise EndpointError(
             f"{base_url} does not serve model {serving.model!r} (it serves "
-            f"{', '.join(sorted(_model_ids(listing))[:8]) or 'nothing'}): fix model.model, or "
+            f"{_listed(listing)}): fix model.model, or "
             "serve-local --alias"
         )
     facts = llamacpp_facts(props, listing, base_url)
@@ -267,8 +280,8 @@ async def _llamacpp(
     revision = _check_revision(serving.revision, measured, where)
     return {
         "stack": "llama.cpp",
-        "stack_version": facts.build,
-        "context_window": facts.n_ctx,
+        "stack_version": readable_version(facts.build),
+        "context_window": context_window(facts.n_ctx),
         "quantization": facts.quantization,
         "weights_revision": revision,
         "llamacpp": facts.model_dump(mode="json"),
@@ -309,14 +322,14 @@ async def serving_details(serving: Serving, base_url: str, api_key: str | None) 
             if serving.provider != "reference" and ids and serving.model not in ids:
                 raise EndpointError(
                     f"{base_url} does not serve model {serving.model!r} (it serves "
-                    f"{', '.join(sorted(ids)[:8])}): fix model.model"
+                    f"{_listed(listing)}): fix model.model"
                 )
             if serving.provider == "openai-compatible":
                 props = await _get(client, f"{root}/props", api_key)
                 if isinstance(props, dict):
                     gen = props.get("default_generation_settings")
                     n_ctx = gen.get("n_ctx") if isinstance(gen, dict) else props.get("n_ctx")
-                    extra["context_window"] = n_ctx if isinstance(n_ctx, int) else None
+                    extra["context_window"] = context_window(n_ctx)
                     details["props"] = {"n_ctx": n_ctx, "build_info": props.get("build_info")}
                 if serving.revision is not None:
                     extra["weights_revision"] = f"{serving.revision} ({NOT_VERIFIED})"
@@ -338,6 +351,8 @@ async def serving_details(serving: Serving, base_url: str, api_key: str | None) 
         extra["flags"] = flags
     if sidecar:
         details["sidecar"] = sidecar
+    # every raw answer kept once, each at most RAW_ANSWER_BYTES of JSON
+    details = {name: bounded_answer(answer) for name, answer in details.items()}
     return {
         "provider": serving.provider,
         "base_url": base_url,
@@ -353,3 +368,9 @@ def _model_ids(listing: Any) -> set[str]:
     if not isinstance(data, list):
         return set()
     return {d["id"] for d in data if isinstance(d, dict) and isinstance(d.get("id"), str)}
+
+
+def _listed(listing: Any) -> str:
+    """The first 8 model ids a listing names, each cut to 60 characters, for a message."""
+    ids = sorted(_model_ids(listing))[:8]
+    return ", ".join(i if len(i) <= 60 else i[:59] + "…" for i in ids) or "nothing"

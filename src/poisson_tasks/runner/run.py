@@ -29,12 +29,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.bundle import TaskBundle
+from poisson_tasks.credentials import SECRET_PIECE, fields_where, holds_secret, scrub
 from poisson_tasks.errors import (
     EndpointError,
     Interrupted,
     OutOfCredit,
     PinRefusal,
     PoissonError,
+    PreregistrationError,
     RunFolderError,
 )
 from poisson_tasks.files import os_problem
@@ -55,7 +57,7 @@ from poisson_tasks.runfolder import (
     iter_episodes,
 )
 from poisson_tasks.runner.budget import Limits
-from poisson_tasks.runner.endpoint import Counters, Endpoint, scrub
+from poisson_tasks.runner.endpoint import Counters, Endpoint
 from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import (
     FolderLock,
@@ -458,6 +460,20 @@ def _api_key(plan: Plan) -> str | None:
     if not value:
         raise EndpointError(
             f"model.api_key_env names {env}, which is not set: export {env}=<your key>"
+        )
+    # decided by value: the key, or any 8-character piece of it, anywhere in the document
+    # (it would be written into run.json and the card) refuses the run before anything is sent
+    fields = fields_where(
+        plan.preregistration.model_dump(mode="json"),
+        lambda text: text == value or (len(value) >= SECRET_PIECE and holds_secret(text, value)),
+    )
+    if fields:
+        raise PreregistrationError(
+            [
+                f"{field}: holds the API key that model.api_key_env names ({env}), or a piece of "
+                "it; remove it: the key is sent in the Authorization header and never written"
+                for field in fields
+            ]
         )
     return value
 

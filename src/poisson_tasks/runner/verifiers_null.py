@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from poisson_tasks.bundle import TaskBundle
+from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import EndpointError, MissingExtraError
 from poisson_tasks.generator import generate
 from poisson_tasks.prereg import Plan, Slot
@@ -254,7 +255,8 @@ async def run_batch(
                     proc.kill()
                     await proc.wait()
                 raise
-        tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
+        # where the child's server data enters: its log and its traces, redacted of the key
+        tail = redact(log.read_text(encoding="utf-8", errors="replace")[-2000:], api_key)
         if proc.returncode != 0:
             raise EndpointError(
                 f"vf-eval exited {proc.returncode} on harness verifiers-null: "
@@ -263,7 +265,8 @@ async def run_batch(
         wanted = set(slots)
         bundles: dict[tuple[str, int], TaskBundle] = {}
         lines = []
-        for episode in read_traces(out / "batch" / TRACES):
+        for traced in read_traces(out / "batch" / TRACES):
+            episode = scrub(traced, api_key)
             slot = slot_of(episode)
             if slot is None or slot not in wanted:
                 continue

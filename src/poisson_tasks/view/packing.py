@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from poisson_tasks.runner.endpoint import scrub
+from poisson_tasks.credentials import scrub
 
 __all__ = ["LEVEL", "escaped_json", "pack", "scrubbed"]
 
