@@ -43,7 +43,12 @@ from poisson_tasks.runfolder import (
     StopReason,
     read_header,
 )
-from poisson_tasks.servingpin import compare_serving, session_facts
+from poisson_tasks.servingpin import (
+    compare_serving,
+    context_window,
+    readable_version,
+    session_facts,
+)
 
 ServingKind = Literal["api", "self-served", "reference", "unknown"]
 
@@ -213,11 +218,11 @@ def _kind(serving: dict[str, Any], provider: str) -> ServingKind:
 def _server_version(serving: dict[str, Any]) -> str | None:
     """The serving stack's version as the server reported it (vLLM, Ollama: details.version)."""
     if serving.get("stack_version") is not None:
-        return str(serving["stack_version"])
+        return readable_version(serving["stack_version"])
     version = _section(serving, "details", "serving.").get("version")
     if isinstance(version, dict):
         version = version.get("version")
-    return _text(version)
+    return readable_version(version)
 
 
 def _serving(header: RunHeader, serving: dict[str, Any] | None = None) -> ServingInfo:
@@ -241,7 +246,7 @@ def _serving(header: RunHeader, serving: dict[str, Any] | None = None) -> Servin
             serving.get("weights_revision") or serving.get("revision") or declared.get("revision")
         ),
         policy=_text(model) if kind == "reference" else None,
-        context_window=window if isinstance(window, int) and not isinstance(window, bool) else None,
+        context_window=context_window(window),
         llamacpp=_llamacpp(serving),
     )
 

@@ -9,6 +9,7 @@ as zero.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,49 @@ __all__ = [
     "render_knob",
     "reproducibility_lines",
 ]
+
+# What a server or a run folder supplied is printed as text, never as markup: HTML's & and < as
+# entities (no tag, entity or autolink can open), markdown's \ ` [ ] | with a backslash (no code
+# span, link, image or table cell can open), line breaks and other control characters as escapes.
+# Emphasis (* and _) is left alone: it cannot carry anything, and file names and flags keep them.
+_MARKUP = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        "\\": "\\\\",
+        "`": "\\`",
+        "[": "\\[",
+        "]": "\\]",
+        "|": "\\|",
+    }
+)
+_MAX_TEXT = 2000  # characters of one supplied value the card prints
+
+
+def _flat(value: object) -> str:
+    """One line: control characters (newlines included) written as escapes, clipped."""
+    text = str(value)
+    if len(text) > _MAX_TEXT:
+        text = text[: _MAX_TEXT - 1] + "…"
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def _plain(value: object) -> str:
+    """A supplied value as card text: one line, its markup escaped."""
+    return _flat(value).translate(_MARKUP)
+
+
+def _code(value: object) -> str:
+    """A supplied value as a code span: one line, fenced by one backtick more than its longest
+    run of backticks (markdown shows a code span's text as it is)."""
+    text = _flat(value)
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    if not longest:
+        return f"`{text}`"
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}"
 
 
 def _rate(value: float | None) -> str:
@@ -546,7 +590,7 @@ def _mapping(mapping: dict[str, Any]) -> str:
     if not mapping:
         return NOT_RECORDED
     return ", ".join(
-        f"{k} {'not set' if mapping[k] is None else mapping[k]}" for k in sorted(mapping)
+        f"{k} {'not set' if mapping[k] is None else _plain(mapping[k])}" for k in sorted(mapping)
     )
 
 
@@ -566,7 +610,7 @@ def _count(amount: int | None, unit: str) -> str:
 
 def _llamacpp_lines(facts: LlamaCppFacts) -> list[str]:
     """What a llama.cpp server reported about itself and the file it serves (self-served)."""
-    server = f" ({facts.server})" if facts.server else ""
+    server = f" ({_plain(facts.server)})" if facts.server else ""
     threads = (
         f"{facts.threads} thread(s)" if facts.threads is not None else f"threads {NOT_RECORDED}"
     )
@@ -574,13 +618,15 @@ def _llamacpp_lines(facts: LlamaCppFacts) -> list[str]:
     sha = f"`{facts.model_sha256}`" if facts.model_sha256 else NOT_RECORDED
     tools = {True: "lists tools", False: "lists no tools", None: "tool support not reported"}
     return [
-        f"- llama.cpp: build {facts.build or NOT_RECORDED}{server}; {threads}, {slots}, context "
+        f"- llama.cpp: build {_plain(facts.build or NOT_RECORDED)}{server}; {threads}, {slots}, "
+        "context "
         f"{_count(facts.n_ctx, 'tokens')}"
-        + (f"; started by {facts.started_by}" if facts.started_by else ""),
-        f"- model file: {facts.model_file or NOT_RECORDED}, {_count(facts.model_bytes, 'bytes')}, "
-        f"quantisation {facts.quantization or NOT_RECORDED}, "
+        + (f"; started by {_plain(facts.started_by)}" if facts.started_by else ""),
+        f"- model file: {_plain(facts.model_file or NOT_RECORDED)}, "
+        f"{_count(facts.model_bytes, 'bytes')}, "
+        f"quantisation {_plain(facts.quantization or NOT_RECORDED)}, "
         f"{_count(facts.parameters, 'parameters')}",
-        f"- model file sha256: {sha} ({facts.sha256_from})",
+        f"- model file sha256: {sha} ({_plain(facts.sha256_from)})",
         _template_line(facts, tools[facts.template_tools]),
     ]
 
@@ -604,24 +650,26 @@ def _template_line(facts: LlamaCppFacts, tools: str) -> str:
         if facts.template_sha256
         else f"served sha256 {NOT_RECORDED}"
     )
-    return f"- chat template: {facts.template or NOT_RECORDED} ({tools}); {file}{served}"
+    return f"- chat template: {_plain(facts.template or NOT_RECORDED)} ({tools}); {file}{served}"
 
 
 def _serving_lines(provenance: Provenance) -> list[str]:
     serving = provenance.serving
     served = f"- served: {serving.kind}" + (
-        f" ({serving.provider})" if serving.provider and serving.provider != serving.kind else ""
+        f" ({_plain(serving.provider)})"
+        if serving.provider and serving.provider != serving.kind
+        else ""
     )
-    lines = [f"- model: `{provenance.model}`", served]
+    lines = [f"- model: {_code(provenance.model)}", served]
     if serving.policy:
-        lines.append(f"- reference policy: `{serving.policy}`")
+        lines.append(f"- reference policy: {_code(serving.policy)}")
     if serving.kind == "self-served" or serving.stack or serving.gpu or serving.weights_revision:
         lines += [
-            f"- serving stack: {serving.stack or NOT_RECORDED} "
-            f"{serving.stack_version or ''}".rstrip(),
-            f"- serving flags: {' '.join(serving.flags) if serving.flags else NOT_RECORDED}",
-            f"- GPU: {serving.gpu or NOT_RECORDED}",
-            f"- weights revision: {serving.weights_revision or NOT_RECORDED}",
+            f"- serving stack: {_plain(serving.stack or NOT_RECORDED)} "
+            f"{_plain(serving.stack_version or '')}".rstrip(),
+            f"- serving flags: {_flags(serving)}",
+            f"- GPU: {_plain(serving.gpu or NOT_RECORDED)}",
+            f"- weights revision: {_plain(serving.weights_revision or NOT_RECORDED)}",
         ]
     if serving.context_window is not None:
         lines.append(
@@ -632,18 +680,22 @@ def _serving_lines(provenance: Provenance) -> list[str]:
     return lines
 
 
+def _flags(serving: ServingInfo) -> str:
+    return _plain(" ".join(serving.flags)) if serving.flags else NOT_RECORDED
+
+
 def _serving_summary(serving: ServingInfo) -> str:
     """One serving in one line: kind, engine and version, revision, flags, context window."""
     parts: list[str] = [serving.kind]
     engine = " ".join(x for x in (serving.stack or serving.provider, serving.stack_version) if x)
     if engine:
-        parts.append(engine)
-    parts.append(f"weights revision {serving.weights_revision or NOT_RECORDED}")
-    parts.append(f"flags {' '.join(serving.flags) if serving.flags else NOT_RECORDED}")
+        parts.append(_plain(engine))
+    parts.append(f"weights revision {_plain(serving.weights_revision or NOT_RECORDED)}")
+    parts.append(f"flags {_flags(serving)}")
     if serving.context_window is not None:
         parts.append(f"context window {serving.context_window}")
     if serving.policy:
-        parts.append(f"policy `{serving.policy}`")
+        parts.append(f"policy {_code(serving.policy)}")
     return ", ".join(parts)
 
 
@@ -657,7 +709,11 @@ def _servings_lines(provenance: Provenance) -> list[str]:
     ]
     for session in provenance.sessions:
         served = session.serving or provenance.serving
-        change = f" (not as session #0: {session.serving_change})" if session.serving_change else ""
+        change = (
+            f" (not as session #0: {_plain(session.serving_change)})"
+            if session.serving_change
+            else ""
+        )
         lines.append(f"  - session #{session.index}: {_serving_summary(served)}{change}")
     return lines
 
@@ -679,7 +735,7 @@ def _observed_lines(observed: ServingObserved | None) -> list[str]:
     if observed is None:
         return []
     if observed.system_fingerprints:
-        fps = ", ".join(f"`{k}` x{v}" for k, v in observed.system_fingerprints.items())
+        fps = ", ".join(f"{_code(k)} x{v}" for k, v in observed.system_fingerprints.items())
         fps += (
             f"; none on {observed.responses_without_fingerprint}"
             if observed.responses_without_fingerprint
@@ -711,7 +767,7 @@ def _n10_line(provenance: Provenance) -> str:
         if not provenance.pooled_servings
         else "not held: "
         + "; ".join(
-            f"session #{s.index} {s.serving_change}"
+            f"session #{s.index} {_plain(s.serving_change)}"
             for s in provenance.sessions
             if s.serving_change
         )
@@ -873,7 +929,7 @@ def _provenance_section(artifact: Artifact) -> list[str]:
     sessions = (
         "; ".join(
             f"#{s.index} {s.started_at} to {s.ended_at or 'not recorded'}, {s.episodes_written} "
-            f"episodes, stopped: {s.stop_reason}" + (f" ({s.detail})" if s.detail else "")
+            f"episodes, stopped: {s.stop_reason}" + (f" ({_plain(s.detail)})" if s.detail else "")
             for s in provenance.sessions
         )
         or NOT_RECORDED

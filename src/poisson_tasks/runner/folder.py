@@ -352,7 +352,9 @@ class RunFolder:
                     )
                 # a killed session never wrote its count: the records say what it wrote
                 session.episodes_written = state.per_session.get(session.index, 0)
-            header.sessions.append(_session(len(header.sessions), plan, serving, shard))
+            # a session served as the header says records no copy of it (stored once)
+            own_serving = None if serving == header.serving else serving
+            header.sessions.append(_session(len(header.sessions), plan, own_serving, shard))
             try:
                 write_header(path, header)
             except OSError as exc:
@@ -628,7 +630,7 @@ def _header(
         serving=serving,
         concurrency=pr.execution.concurrency,
         thresholds=pr.thresholds,
-        sessions=[_session(0, plan, serving, shard)],
+        sessions=[_session(0, plan, None, shard)],  # the header holds session 0's serving
         own_tools=own_tools,
         shard=shard,
         replay=replay,
@@ -636,9 +638,10 @@ def _header(
 
 
 def _session(
-    index: int, plan: Plan, serving: dict[str, Any], shard: ShardRecord | None = None
+    index: int, plan: Plan, serving: dict[str, Any] | None, shard: ShardRecord | None = None
 ) -> Session:
-    """A new session; a shard's session records the shard's share of the budget."""
+    """A new session; a shard's session records the shard's share of the budget, and its own
+    serving only when it differs from the header's (None: served as the header says)."""
     pr = plan.preregistration
     return Session(
         index=index,
