@@ -23,7 +23,8 @@ from poisson_tasks.generator.faults import failed_exchanges, failed_messages
 from poisson_tasks.generator.scenario import READ_NAMES, draw_scenario
 from poisson_tasks.generator.similarity import lookalike_numbers
 from poisson_tasks.generator.tools import block_tokens, stage_tool, stage_tool_name
-from poisson_tasks.probefigures import ProbeCell, knob_status
+from poisson_tasks.probe.figures import ProbeCell
+from poisson_tasks.probe.published import knob_status
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.transcript import history_tokens
 from poisson_tasks.verifier import verify

@@ -13,18 +13,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from poisson_tasks.calibration.probe import (
-    ProbeRegistration,
-    analyse,
-    read_verdict,
-    render_probe,
-    result_json,
-    validate_probe,
-)
 from poisson_tasks.calibration.stats import Interval
 from poisson_tasks.cli import app
 from poisson_tasks.errors import PreregistrationError, RunFolderError
-from poisson_tasks.probe import load_probe, rerun_void, run_probe
+from poisson_tasks.probe.design import ProbeRegistration, load_probe, validate_probe
+from poisson_tasks.probe.render import render_probe, result_json
+from poisson_tasks.probe.rules import read_verdict
+from poisson_tasks.probe.run import rerun_void, run_probe
+from poisson_tasks.probe.table import analyse
 
 ROOT = Path(__file__).resolve().parent.parent
 

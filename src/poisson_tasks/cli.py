@@ -612,8 +612,10 @@ def probe(
 ) -> None:
     """The knob probe: run PREREG into --out (resuming it), or read --from DIR; exit 3 when a
     folder is left incomplete (run the same command again to resume it)."""
-    from poisson_tasks.calibration.probe import analyse, render_probe, result_json
-    from poisson_tasks.probe import load_probe, rerun_void, run_probe
+    from poisson_tasks.probe.design import load_probe
+    from poisson_tasks.probe.render import render_probe, result_json
+    from poisson_tasks.probe.run import rerun_void, run_probe
+    from poisson_tasks.probe.table import analyse
 
     complete = True
     if from_dir is not None:

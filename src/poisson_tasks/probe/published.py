@@ -1,133 +1,21 @@
-"""The knob probe's figures: what the design's authors measured once, on another build.
+"""The knob probe as published: what the design's authors measured once, on another build.
 
-Outside the generator hash (hashes._generator_files does not list this file): rewording a
-disclosure or correcting a figure here changes no task id and makes no card stale.
+knob_status() is the table of knobs-and-arms.md, with its provenance and its three disclosures;
+`poisson-tasks knobs` prints it. Outside the generator hash (hashes._generator_files does not list
+this file): rewording a disclosure or correcting a figure here changes no task id and makes no
+card stale.
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
-
 from poisson_tasks.arms import KNOB_DEFS, Knob
-
-ProbeVerdict = Literal["bites", "does not bite", "top easier", "cannot tell"]
-PROBE_MODELS: tuple[str, ...] = ("gpt-5-nano", "Qwen3-8B")
-
-
-def _signed(delta: float) -> str:
-    return f"{delta:.3f}".replace("-", "\u2212")
-
-
-class ProbeFigure(BaseModel):
-    """One contrast of the probe: a difference of strict pass@1, with its clustered 95% interval."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    value: float
-    low: float
-    high: float
-
-    @property
-    def text(self) -> str:
-        return f"{_signed(self.value)} [{_signed(self.low)}, {_signed(self.high)}]"
-
-
-class ProbeCell(BaseModel):
-    """One knob on one model: the verdict and the figures behind it, as the probe recorded them.
-
-    delta is the base arm's strict pass@1 minus the top arm's; control is the control arm's minus
-    the top arm's; length_control (shape) is the base's minus the length control's; base_pass is
-    given where the verdict rests on it (cannot tell).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str
-    verdict: ProbeVerdict
-    delta: ProbeFigure
-    control: ProbeFigure | None = None
-    length_control: ProbeFigure | None = None
-    base_pass: float | None = None
-    note: str = ""
-
-    @property
-    def text(self) -> str:
-        """The cell as knobs-and-arms.md prints it."""
-        out = f"{self.verdict}: "
-        if self.base_pass is not None:
-            out += f"base passed {self.base_pass:.3f}; "
-        out += f"Δ {self.delta.text}"
-        if self.control is not None:
-            out += f", control {self.control.text}"
-        if self.length_control is not None:
-            out += f", length control {self.length_control.text}"
-        if self.note:
-            out += f"; {self.note}"
-        return out
-
-
-class KnobStatusRow(BaseModel):
-    """One probed knob: whether it shipped, the arms the probe ran, and one cell per model."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    knob: Knob
-    shipped: bool
-    base_arm: str
-    top_arm: str
-    control_arm: str | None
-    cells: tuple[ProbeCell, ...]
-
-    def cell(self, model: str) -> ProbeCell:
-        for cell in self.cells:
-            if cell.model == model:
-                return cell
-        raise KeyError(f"the probe has no {model!r} cell; models: {', '.join(PROBE_MODELS)}")
-
-
-class KnobStatus(BaseModel):
-    """The knob-probe table of knobs-and-arms.md, with its provenance and its three disclosures.
-
-    These figures were measured once, by the design's authors, on another (earlier) build of the
-    generator; they are reported as such, never as measurements of this build.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    rows: tuple[KnobStatusRow, ...]
-    models: tuple[str, ...] = PROBE_MODELS
-    tasks: int = 60
-    attempts: int = 2
-    metric: str = "strict pass@1"
-    measured_on_this_build: bool = False
-    provenance: str
-    rule: str
-    disclosure_phase1_check: str
-    disclosure_crash_and_rerun: str
-    disclosure_more_time: str
-
-    @property
-    def disclosures(self) -> tuple[str, str, str]:
-        """The three things about how the probe ran, in the published order."""
-        return (
-            self.disclosure_phase1_check,
-            self.disclosure_crash_and_rerun,
-            self.disclosure_more_time,
-        )
-
-    @property
-    def shipped(self) -> tuple[Knob, ...]:
-        return tuple(r.knob for r in self.rows if r.shipped)
-
-    def row(self, knob: str) -> KnobStatusRow | None:
-        """The knob's row, or None for a knob the probe did not measure (depth, distractor)."""
-        for row in self.rows:
-            if row.knob == knob:
-                return row
-        return None
-
+from poisson_tasks.probe.figures import (
+    PROBE_MODELS,
+    KnobStatus,
+    KnobStatusRow,
+    ProbeCell,
+    ProbeFigure,
+)
 
 _PROVENANCE = (
     "Measured once by the design's authors, on gpt-5-nano and Qwen3-8B, on another (earlier) "

@@ -13,41 +13,32 @@ before the rerun starts, the void attempt stays where it is, and the analysis di
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from poisson_tasks.calibration.probe import (
+from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
+from poisson_tasks.errors import RunFolderError
+from poisson_tasks.prereg import Plan, Rates, validate_preregistration
+from poisson_tasks.probe.design import (
     ProbeRegistration,
-    ProbeResult,
     RerunNote,
-    analyse,
     arms_folder,
     arms_plan,
-    effective_arm_runs,
+    load_probe,
     measurement_hash,
-    phase1_check,
     phase1_folder,
     phase1_plan,
     read_registration,
     registration_bytes,
     rerun_folders,
-    validate_probe,
-    write_result,
 )
-from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
-from poisson_tasks.errors import PreregistrationError, RunFolderError
-from poisson_tasks.prereg import (
-    Plan,
-    Rates,
-    read_yaml,
-    read_yaml_file,
-    validate_preregistration,
-)
+from poisson_tasks.probe.figures import ProbeResult
+from poisson_tasks.probe.render import write_result
+from poisson_tasks.probe.table import analyse, effective_arm_runs, phase1_check
 from poisson_tasks.runner import run_preregistration
 
-__all__ = ["ProbeRun", "load_probe", "rerun_void", "run_probe"]
+__all__ = ["ProbeRun", "rerun_void", "run_probe"]
 
 
 @dataclass(frozen=True)
@@ -57,25 +48,6 @@ class ProbeRun:
     folder: Path
     result: ProbeResult
     complete: bool
-
-
-def load_probe(path: str | Path) -> ProbeRegistration:
-    """Read a probe registration (UTF-8, at most 1 MiB, the pre-registration's strict YAML
-    reader) and validate it (one line per problem)."""
-    file_path = Path(path)
-    data = read_yaml_file(file_path, "a probe registration")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PreregistrationError(
-            [f"{file_path}: not UTF-8 text; save the file as UTF-8"]
-        ) from None
-    doc = read_yaml(text, str(file_path))
-    if not isinstance(doc, Mapping):
-        raise PreregistrationError(
-            [f"{file_path}: must be a YAML mapping (format, name, models ...)"]
-        )
-    return validate_probe(doc)
 
 
 def _open_root(root: Path, reg: ProbeRegistration) -> None:

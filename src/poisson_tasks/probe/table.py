@@ -1,0 +1,308 @@
+"""The probe's table: every run folder under a probe folder read into its outcome (ProbeResult).
+
+The analysis reads the folder's files and nothing else, so `poisson-tasks probe --from DIR` gives
+the same bytes as the run that made it, in any process. Per knob and model it takes each arm's
+counts and the differences between arms from probe.rules, then reads the verdict and whether the
+knob ships; void, incomplete and unrun arms are listed, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from poisson_tasks.arms import parse_arm_id
+from poisson_tasks.calibration.cardjson import round_figure
+from poisson_tasks.calibration.records import EpisodeRecord, records_from_run, records_sha256
+from poisson_tasks.calibration.stats import Interval
+from poisson_tasks.prereg import Thresholds
+from poisson_tasks.probe.design import (
+    ProbeRegistration,
+    arms_folder,
+    knob_arms,
+    phase1_folder,
+    phase1_plan,
+    probe_arms,
+    read_registration,
+    registration_hash,
+    rerun_folders,
+)
+from poisson_tasks.probe.figures import (
+    ArmRun,
+    Contrast,
+    KnobStatusRow,
+    Phase1Check,
+    ProbeCell,
+    ProbeResult,
+    RunProvenance,
+    Unmeasured,
+)
+from poisson_tasks.probe.rules import (
+    ArmCounts,
+    arm_counts,
+    pass_difference,
+    read_verdict,
+    rule_text,
+)
+from poisson_tasks.runfolder import read_header
+
+
+def phase1_check(reg: ProbeRegistration, root: Path, label: str) -> Phase1Check | None:
+    """Phase 1 of one model read under the registered rule; None when it has not run."""
+    folder = phase1_folder(root, label)
+    if not (folder / "run.json").is_file():
+        return None
+    recs = [r for r in records_from_run(folder) if not r.instrument]
+    plan = phase1_plan(reg, label)
+    scored = {(r.arm_id, r.seed, r.attempt) for r in recs}
+    no_call = sum(1 for r in recs if r.no_tool_call)
+    limit = reg.phase1.no_call_max
+    return Phase1Check(
+        model=label,
+        scored=len(recs),
+        no_call=no_call,
+        limit=limit,
+        stopped=no_call > limit * len(recs) + 1e-12,
+        complete=len(scored) >= plan.episodes,
+        rule=(
+            f"stop the probe of a model when more than {limit:.0%} of its scored phase-1 "
+            f"episodes make no tool call (here more than {limit * len(recs):g} of {len(recs)})"
+        ),
+    )
+
+
+def _arm_run(
+    label: str, arm: str, folder: Path, root: Path, planned: int, th: Thresholds
+) -> tuple[ArmRun, list[EpisodeRecord]]:
+    recs = [r for r in records_from_run(folder) if r.arm_id == arm]
+    instrument = sum(1 for r in recs if r.instrument)
+    rate = instrument / len(recs) if recs else 0.0
+    run = ArmRun(
+        model=label,
+        arm=arm,
+        folder=folder.relative_to(root).as_posix(),
+        episodes=len(recs),
+        scored=len(recs) - instrument,
+        planned=planned,
+        instrument=instrument,
+        instrument_rate=round_figure(rate),
+        void=rate > th.instrument_max + 1e-12,
+        used=False,
+    )
+    return run, recs
+
+
+def effective_arm_runs(
+    reg: ProbeRegistration, root: Path, label: str
+) -> list[tuple[ArmRun, list[EpisodeRecord]]]:
+    """Every attempt at every arm of one model, in order; the last attempt of an arm is the one
+    used (a rerun follows the void attempt it replaces)."""
+    folder = arms_folder(root, label)
+    if not (folder / "run.json").is_file():
+        return []
+    per_arm = reg.design.tasks * reg.design.attempts
+    out = [
+        _arm_run(label, a, folder, root, per_arm, reg.thresholds)
+        for a in probe_arms(reg.design.knobs)
+    ]
+    for rfolder, note in rerun_folders(root, label):
+        out.append(_arm_run(label, note.arm, rfolder, root, per_arm, reg.thresholds))
+    last = {run.arm: i for i, (run, _) in enumerate(out)}
+    return [
+        (run.model_copy(update={"used": last[run.arm] == i}), recs)
+        for i, (run, recs) in enumerate(out)
+    ]
+
+
+def _provenance(root: Path, folder: Path, label: str, phase: str) -> RunProvenance:
+    header = read_header(folder)
+    return RunProvenance(
+        model=label,
+        phase=phase,
+        folder=folder.relative_to(root).as_posix(),
+        served_model=str(header.preregistration.get("model", {}).get("model", "")),
+        provider=str(header.preregistration.get("model", {}).get("provider", "")),
+        episodes=sum(s.episodes_written for s in header.sessions),
+        sessions=len(header.sessions),
+        stop_reasons=[s.stop_reason for s in header.sessions],
+        preregistration_hash=header.preregistration_hash,
+        seed_list_hash=header.seed_list_hash,
+        generator_hash=header.generator_hash,
+        engine_hash=header.engine_hash,
+        vocabulary_hash=header.vocabulary_hash,
+        package_version=header.package_version,
+        records_sha256=records_sha256(folder),
+    )
+
+
+def _cell_for(
+    reg: ProbeRegistration,
+    label: str,
+    knob: str,
+    cells: Mapping[str, ArmCounts],
+    contrasts: list[Contrast],
+) -> ProbeCell:
+    base, top, control = knob_arms(knob)
+    delta, d_iv = pass_difference(reg, label, knob, "delta", (base, cells[base]), (top, cells[top]))
+    contrasts.append(delta)
+    ctrl: Contrast | None = None
+    ctrl_pair: tuple[float, Interval] | None = None
+    length: Contrast | None = None
+    if control is not None and knob != "shape":
+        ctrl, c_iv = pass_difference(
+            reg, label, knob, "control", (control, cells[control]), (top, cells[top])
+        )
+        contrasts.append(ctrl)
+        ctrl_pair = (ctrl.value, c_iv)
+    if control is not None and knob == "shape":
+        length, _ = pass_difference(
+            reg, label, knob, "length control", (base, cells[base]), (control, cells[control])
+        )
+        contrasts.append(length)
+    verdict, note = read_verdict(
+        reg,
+        knob,
+        (delta.value, d_iv),
+        ctrl_pair,
+        length.value if length is not None else None,
+        cells[base].rate,
+        cells[top].rate,
+    )
+    return ProbeCell(
+        model=label,
+        verdict=verdict,
+        delta=delta.figure,
+        control=ctrl.figure if ctrl is not None else None,
+        length_control=length.figure if length is not None else None,
+        base_pass=round_figure(cells[base].rate) if verdict == "cannot tell" and not note else None,
+        note=note,
+    )
+
+
+def _spend(recs: Sequence[EpisodeRecord]) -> int:
+    return sum(r.tokens or 0 for r in recs)
+
+
+def analyse(root: Path | str) -> ProbeResult:
+    """The probe's outcome, from the records under `root` and nothing else."""
+    root = Path(root)
+    reg = read_registration(root)
+    th = reg.thresholds
+    rows_cells: dict[str, list[ProbeCell]] = {k: [] for k in reg.design.knobs}
+    unmeasured: list[Unmeasured] = []
+    contrasts: list[Contrast] = []
+    checks: list[Phase1Check] = []
+    arm_runs: list[ArmRun] = []
+    disclosures: list[str] = []
+    provenance: list[RunProvenance] = []
+    for pm in reg.models:
+        label = pm.label
+        check = phase1_check(reg, root, label)
+        if check is None:
+            unmeasured += [Unmeasured(model=label, knob=k, reason="not run") for k in rows_cells]
+            disclosures.append(f"{label}: not run (no phase-1 folder under {label}/).")
+            continue
+        checks.append(check)
+        provenance.append(_provenance(root, phase1_folder(root, label), label, "phase 1"))
+        verdict = "stopped the probe" if check.stopped else "passed"
+        disclosures.append(
+            f"{label}: phase 1 ran the base arms first ({check.scored} scored episodes); "
+            f"{check.no_call} made no tool call, so it {verdict} under the registered rule: "
+            f"{check.rule}."
+        )
+        if check.stopped or not check.complete:
+            why = "phase 1 stopped the probe" if check.stopped else "phase 1 is incomplete"
+            unmeasured += [Unmeasured(model=label, knob=k, reason=why) for k in rows_cells]
+            continue
+        runs = effective_arm_runs(reg, root, label)
+        if not runs:
+            unmeasured += [
+                Unmeasured(model=label, knob=k, reason="arms not run") for k in rows_cells
+            ]
+            continue
+        provenance.append(_provenance(root, arms_folder(root, label), label, "arms"))
+        for rfolder, note in rerun_folders(root, label):
+            provenance.append(_provenance(root, rfolder, label, f"rerun of {note.arm}"))
+            disclosures.append(
+                f"{label}: {note.arm} was void in {note.void_folder}/ and was run once more in "
+                f"{rfolder.relative_to(root).as_posix()}/, as the registration allows for a "
+                f"cause on the runner's side; the cause given: {note.cause}. The void attempt "
+                "is kept and listed below."
+            )
+        seeds = read_header(arms_folder(root, label)).seeds
+        cells: dict[str, ArmCounts] = {}
+        bad: dict[str, str] = {}
+        spent = _spend(records_from_run(phase1_folder(root, label)))
+        for run, recs in runs:
+            arm_runs.append(run)
+            spent += _spend(recs)
+            if run.void:
+                if not run.used:
+                    continue
+                disclosures.append(
+                    f"{label}: {run.arm} is void in {run.folder}/ (instrument rate "
+                    f"{run.instrument_rate:.3f} above {th.instrument_max:g}); its knob has no "
+                    "verdict on this model."
+                )
+            if not run.used:
+                continue
+            if run.void:
+                bad[run.arm] = f"{run.arm} void (instrument rate {run.instrument_rate:.3f})"
+            elif run.scored < run.planned:
+                bad[run.arm] = f"{run.arm} incomplete ({run.scored} of {run.planned} scored)"
+            else:
+                cells[run.arm] = ArmCounts(*arm_counts(recs, run.arm, seeds))
+        others = [r for r in provenance if r.model == label and r.sessions > 1]
+        for other in others:
+            disclosures.append(
+                f"{label}: {other.folder}/ was written in {other.sessions} sessions (stop reasons "
+                f"{', '.join(other.stop_reasons)}); a resumed session runs only slots with no "
+                "scored line."
+            )
+        disclosures.append(
+            f"{label}: {spent:,} tokens spent over phase 1, the arms and any rerun, against a "
+            f"cap of {reg.budget.tokens:,} tokens"
+            + (f" and ${reg.budget.dollars:g}" if reg.budget.dollars is not None else "")
+            + "."
+        )
+        for knob in reg.design.knobs:
+            needed = [a for a in knob_arms(knob) if a is not None]
+            missing = [bad[a] for a in needed if a in bad or a not in cells]
+            if missing:
+                why = "; ".join(bad.get(a, f"{a} not run") for a in needed if a not in cells)
+                unmeasured.append(Unmeasured(model=label, knob=knob, reason=why))
+                continue
+            rows_cells[knob].append(_cell_for(reg, label, knob, cells, contrasts))
+    rows: list[KnobStatusRow] = []
+    for knob in reg.design.knobs:
+        base, top, control = knob_arms(knob)
+        cells_k = tuple(rows_cells[knob])
+        ships = any(c.verdict == "bites" for c in cells_k) and not any(
+            c.verdict == "top easier" for c in cells_k
+        )
+        rows.append(
+            KnobStatusRow(
+                knob=parse_arm_id(base).knob,
+                shipped=ships,
+                base_arm=base,
+                top_arm=top,
+                control_arm=control,
+                cells=cells_k,
+            )
+        )
+    return ProbeResult(
+        name=reg.name,
+        registration_hash=registration_hash(reg),
+        reference_policies=any(m.model.provider == "reference" for m in reg.models),
+        models=[m.label for m in reg.models],
+        tasks=reg.design.tasks,
+        attempts=reg.design.attempts,
+        rule=rule_text(reg),
+        rows=rows,
+        unmeasured=unmeasured,
+        contrasts=contrasts,
+        phase1=checks,
+        arm_runs=arm_runs,
+        disclosures=disclosures,
+        provenance=provenance,
+    )
