@@ -23,7 +23,7 @@ def _signed(delta: float) -> str:
 
 
 class ProbeFigure(BaseModel):
-    """One contrast of the probe: a difference of strict pass@1, with its clustered 95% interval."""
+    """One difference of strict pass@1 between two arms, with its task-clustered interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -131,7 +131,7 @@ class KnobStatus(BaseModel):
         return None
 
 
-class Contrast(BaseModel):
+class PassDifference(BaseModel):
     """One paired difference of strict pass@1 between two arms of a knob on one model, over the
     tasks both arms scored (a cell's delta, control or length control, with its interval)."""
 
@@ -235,7 +235,7 @@ class ProbeResult(BaseModel):
     rule: str
     rows: list[KnobStatusRow]
     unmeasured: list[Unmeasured]
-    contrasts: list[Contrast]
+    contrasts: list[PassDifference]  # probe.json's key since the first probe: kept, so bytes hold
     phase1: list[Phase1Check]
     arm_runs: list[ArmRun]
     disclosures: list[str]

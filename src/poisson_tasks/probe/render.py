@@ -30,7 +30,7 @@ def _cell_text(result: ProbeResult, row: KnobStatusRow, model: str) -> str:
 
 
 def render_probe(result: ProbeResult) -> str:
-    """probe.md: the knob table as knobs-and-arms.md prints it, then every contrast, the
+    """probe.md: the knob table as knobs-and-arms.md prints it, then every difference, the
     phase-1 checks, every arm attempt, the disclosures and the provenance."""
     out: list[str] = []
     title = "Reference-policy knob probe" if result.reference_policies else "Knob probe"
@@ -62,12 +62,12 @@ def render_probe(result: ProbeResult) -> str:
     out.append("")
     out.append("| model | knob | contrast | arms | pass@1 | difference [interval] | tasks |")
     out.append("|---|---|---|---|---|---|---|")
-    for contrast in result.contrasts:
+    for difference in result.contrasts:
         out.append(
-            f"| {contrast.model} | {contrast.knob} | {contrast.name} | "
-            f"{contrast.minuend} − {contrast.subtrahend} | "
-            f"{contrast.minuend_pass:.3f} − {contrast.subtrahend_pass:.3f} | "
-            f"{contrast.figure.text} | {contrast.pairs} |"
+            f"| {difference.model} | {difference.knob} | {difference.name} | "
+            f"{difference.minuend} − {difference.subtrahend} | "
+            f"{difference.minuend_pass:.3f} − {difference.subtrahend_pass:.3f} | "
+            f"{difference.figure.text} | {difference.pairs} |"
         )
     out.append("")
     out.append("## Arm attempts")

@@ -18,7 +18,7 @@ from poisson_tasks.calibration.intervals import paired_interval
 from poisson_tasks.calibration.records import EpisodeRecord
 from poisson_tasks.calibration.stats import Interval, call_pair
 from poisson_tasks.probe.design import ProbeRegistration, knob_arms
-from poisson_tasks.probe.figures import Contrast, ProbeVerdict
+from poisson_tasks.probe.figures import PassDifference, ProbeVerdict
 
 # Knobs whose drop must also show from their control arm to the top (knobs-and-arms.md).
 CONTROL_DROP_KNOBS: frozenset[str] = frozenset({"faults", "block", "arguments"})
@@ -61,7 +61,7 @@ def _rate(succ: np.ndarray, att: np.ndarray) -> float:
 
 
 def _distinguishable(value: float, iv: Interval, bite: float) -> int:
-    """+1 when the contrast is a drop of at least `bite` with an interval excluding zero, −1 for
+    """+1 when the difference is a drop of at least `bite` with an interval excluding zero, −1 for
     the mirror, 0 otherwise (the card's own call_pair)."""
     if call_pair(value, iv, bite) != "distinguishable":
         return 0
@@ -83,7 +83,7 @@ def pass_difference(
     name: Literal["delta", "control", "length control"],
     minuend: tuple[str, ArmCounts],
     subtrahend: tuple[str, ArmCounts],
-) -> tuple[Contrast, Interval]:
+) -> tuple[PassDifference, Interval]:
     """minuend − subtrahend, paired over the tasks both scored, rounded as probe.json holds it,
     with the unrounded interval the verdict reads."""
     res = paired_interval(
@@ -94,7 +94,7 @@ def pass_difference(
         reg.thresholds.confidence,
     )
     iv = Interval(low=res.low, high=res.high, point=res.diff)
-    difference = Contrast(
+    difference = PassDifference(
         model=model,
         knob=knob,
         name=name,
@@ -132,7 +132,7 @@ def read_verdict(
     else:
         if knob in CONTROL_DROP_KNOBS:
             if control is None:
-                raise ValueError(f"{knob} needs its control contrast")
+                raise ValueError(f"{knob} needs its control difference")
             if _distinguishable(control[0], control[1], rules.bite) != direction:
                 direction = 0
         verdict = "bites" if direction > 0 else "top easier" if direction < 0 else "does not bite"

@@ -29,8 +29,8 @@ from poisson_tasks.probe.design import (
 )
 from poisson_tasks.probe.figures import (
     ArmRun,
-    Contrast,
     KnobStatusRow,
+    PassDifference,
     Phase1Check,
     ProbeCell,
     ProbeResult,
@@ -140,25 +140,25 @@ def _cell_for(
     label: str,
     knob: str,
     cells: Mapping[str, ArmCounts],
-    contrasts: list[Contrast],
+    differences: list[PassDifference],
 ) -> ProbeCell:
     base, top, control = knob_arms(knob)
     delta, d_iv = pass_difference(reg, label, knob, "delta", (base, cells[base]), (top, cells[top]))
-    contrasts.append(delta)
-    ctrl: Contrast | None = None
+    differences.append(delta)
+    ctrl: PassDifference | None = None
     ctrl_pair: tuple[float, Interval] | None = None
-    length: Contrast | None = None
+    length: PassDifference | None = None
     if control is not None and knob != "shape":
         ctrl, c_iv = pass_difference(
             reg, label, knob, "control", (control, cells[control]), (top, cells[top])
         )
-        contrasts.append(ctrl)
+        differences.append(ctrl)
         ctrl_pair = (ctrl.value, c_iv)
     if control is not None and knob == "shape":
         length, _ = pass_difference(
             reg, label, knob, "length control", (base, cells[base]), (control, cells[control])
         )
-        contrasts.append(length)
+        differences.append(length)
     verdict, note = read_verdict(
         reg,
         knob,
@@ -190,7 +190,7 @@ def analyse(root: Path | str) -> ProbeResult:
     th = reg.thresholds
     rows_cells: dict[str, list[ProbeCell]] = {k: [] for k in reg.design.knobs}
     unmeasured: list[Unmeasured] = []
-    contrasts: list[Contrast] = []
+    differences: list[PassDifference] = []
     checks: list[Phase1Check] = []
     arm_runs: list[ArmRun] = []
     disclosures: list[str] = []
@@ -272,7 +272,7 @@ def analyse(root: Path | str) -> ProbeResult:
                 why = "; ".join(bad.get(a, f"{a} not run") for a in needed if a not in cells)
                 unmeasured.append(Unmeasured(model=label, knob=knob, reason=why))
                 continue
-            rows_cells[knob].append(_cell_for(reg, label, knob, cells, contrasts))
+            rows_cells[knob].append(_cell_for(reg, label, knob, cells, differences))
     rows: list[KnobStatusRow] = []
     for knob in reg.design.knobs:
         base, top, control = knob_arms(knob)
@@ -300,7 +300,7 @@ def analyse(root: Path | str) -> ProbeResult:
         rule=rule_text(reg),
         rows=rows,
         unmeasured=unmeasured,
-        contrasts=contrasts,
+        contrasts=differences,
         phase1=checks,
         arm_runs=arm_runs,
         disclosures=disclosures,
