@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import tracemalloc
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import pytest
+from pydantic import ValidationError
 from synthetic_runs import FAKE_ENGINE_HASH, header, line, write_run
 
 from poisson_tasks.calibration import card_from_run, provenance_from_run, records_from_run
@@ -19,6 +21,7 @@ from poisson_tasks.calibration.records import (
     EpisodeRow,
     RecordStream,
     episode_lines,
+    episode_rows,
     records_from_lines,
     records_sha256,
 )
@@ -171,11 +174,22 @@ def test_a_cards_memory_does_not_grow_with_its_episodes(tmp_path: Path) -> None:
     assert per_episode < 400, (small, large, per_episode)
 
 
-def test_the_streamed_row_and_the_record_hold_the_same_fields() -> None:
-    """EpisodeRow (streamed) and EpisodeRecord (validated) are one fact in two shapes: same names,
-    same order, same types, so `EpisodeRecord.row()` can never drop or misplace a field."""
-    assert EpisodeRow._fields == tuple(EpisodeRecord.model_fields)
-    row_types = get_type_hints(EpisodeRow)
-    assert {name: row_types[name] for name in EpisodeRow._fields} == {
-        name: field.annotation for name, field in EpisodeRecord.model_fields.items()
+def test_the_record_is_the_streamed_row_validated() -> None:
+    """EpisodeRecord declares no field of its own: it takes EpisodeRow's (one table: names, order,
+    types), and a record is the row it was read from, validated by pydantic and frozen."""
+    assert not vars(EpisodeRecord).get("__annotations__")
+    table = get_type_hints(EpisodeRow)
+    assert [field.name for field in fields(EpisodeRow)] == list(EpisodeRecord.model_fields)
+    assert {name: field.annotation for name, field in EpisodeRecord.model_fields.items()} == {
+        field.name: table[field.name] for field in fields(EpisodeRow)
     }
+    folder = PUBLISHED / "reference-noisy"
+    row = next(episode_rows(RecordStream(folder), read_header(folder)))
+    record = EpisodeRecord.model_validate(vars(row))
+    assert isinstance(record, EpisodeRow)
+    assert record.model_dump() == vars(row)
+    assert (record.tokens, record.no_tool_call) == (row.tokens, row.no_tool_call)
+    with pytest.raises(ValidationError, match="seed"):
+        EpisodeRecord.model_validate({**vars(row), "seed": "zero"})
+    with pytest.raises(ValidationError, match="frozen"):
+        record.seed = 1  # type: ignore[misc]

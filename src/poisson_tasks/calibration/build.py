@@ -65,7 +65,7 @@ def tally_records(records: Iterable[EpisodeRecord], provenance: Provenance) -> R
                 f"record {record.arm_id} seed {record.seed} is outside the provenance's plan; build the "
                 "card from the records and provenance of the same run folder"
             )
-        tally.add(record.row())
+        tally.add(record)
     return tally
 
 

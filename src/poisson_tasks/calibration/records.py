@@ -17,11 +17,12 @@ import gzip
 import hashlib
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.arms import Knob
 from poisson_tasks.errors import RunFolderError
@@ -61,8 +62,14 @@ def episode_tokens(prompt: int | None, cached: int | None, completion: int | Non
     return prompt + (cached or 0) + completion
 
 
-class EpisodeRow(NamedTuple):
-    """An EpisodeRecord's fields as a plain tuple: what a streamed card holds per line in flight."""
+@dataclass
+class EpisodeRow:
+    """One episode line as a card reads it: who, how it ended, what it cost, how long it took.
+
+    The one table of an episode's fields (names, types, order). The streamed card holds these, one
+    per line in flight; EpisodeRecord is the same fields validated, and takes them from here, so a
+    new field is written once: here, and where _Plan.check reads it from the line.
+    """
 
     arm_id: str
     knob: Knob
@@ -104,52 +111,6 @@ class EpisodeRow(NamedTuple):
         """Prompt + cached input + completion; None unless prompt and completion were reported."""
         return episode_tokens(self.prompt_tokens, self.cached_input_tokens, self.completion_tokens)
 
-
-class EpisodeRecord(BaseModel):
-    """One episode as a card reads it: who, how it ended, what it cost, how long it took."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    arm_id: str
-    knob: Knob
-    level: int
-    control: bool
-    seed: int
-    attempt: int
-    task_id: str
-    session: int
-    resumed: bool
-    outcome: Outcome
-    instrument: bool
-    strict_pass: bool
-    leaky_pass: bool
-    overshoot: bool
-    tool_calls: int
-    model_calls: int
-    min_calls: int
-    prompt_tokens: int | None
-    cached_input_tokens: int | None
-    completion_tokens: int | None
-    reasoning_tokens: int | None
-    provider_cost_usd: float | None
-    episode_s: float | None
-    model_s: float | None
-    harness_s: float | None
-    setup_s: float | None
-    estimated_tokens: int | None = None
-    context_overflow: bool = False
-    system_fingerprints: list[str | None] = Field(default_factory=list)
-    malformed_clause: int | None = None
-    text_calls: int = 0
-    text_call_dialects: list[str] = Field(default_factory=list)
-    first_request_tokens: int | None = None
-    first_request_pinned_tokens: int | None = None
-
-    @property
-    def tokens(self) -> int | None:
-        """Prompt + cached input + completion; None unless prompt and completion were reported."""
-        return episode_tokens(self.prompt_tokens, self.cached_input_tokens, self.completion_tokens)
-
     @property
     def no_tool_call(self) -> bool:
         return self.tool_calls == 0
@@ -159,8 +120,11 @@ class EpisodeRecord(BaseModel):
         """At least one tool call but fewer than the task's minimum (disjoint from no tool call)."""
         return 0 < self.tool_calls < self.min_calls
 
-    def row(self) -> EpisodeRow:
-        return EpisodeRow(*(getattr(self, name) for name in EpisodeRow._fields))
+
+class EpisodeRecord(BaseModel, EpisodeRow):
+    """An EpisodeRow validated by pydantic and frozen: its fields are EpisodeRow's, inherited."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes]]:
@@ -404,40 +368,40 @@ class _Plan(PlanSlots):
         usage = doc.get("usage", _NOTHING)
         timing = doc.get("timing", _NOTHING)
         return EpisodeRow(
-            arm,
-            spec.knob,
-            spec.level,
-            spec.is_control,
-            seed,
-            attempt,
-            doc["task_id"],
-            doc["session"],
-            doc["resumed"],
-            outcome,
-            instrument,
-            not instrument and label == "passed",
-            not instrument and doc["leaky_pass"],
-            not instrument and label == "overshoot",
-            doc["tool_calls"],
-            doc["model_calls"],
-            doc["min_calls"],
-            usage.get("prompt_tokens"),
-            usage.get("cached_input_tokens"),
-            usage.get("completion_tokens"),
-            usage.get("reasoning_tokens"),
-            usage.get("provider_cost_usd"),
-            timing.get("episode_s"),
-            timing.get("model_s"),
-            timing.get("harness_s"),
-            timing.get("setup_s"),
-            usage.get("estimated_tokens"),
-            doc.get("context_overflow", False),
-            doc.get("system_fingerprints", []),
-            doc.get("malformed_clause"),
-            doc.get("unparsed_text_calls", 0),
-            _dialects(doc.get("transcript", _NOTHING)),
-            usage.get("first_request_tokens"),
-            usage.get("first_request_pinned_tokens"),
+            arm_id=arm,
+            knob=spec.knob,
+            level=spec.level,
+            control=spec.is_control,
+            seed=seed,
+            attempt=attempt,
+            task_id=doc["task_id"],
+            session=doc["session"],
+            resumed=doc["resumed"],
+            outcome=outcome,
+            instrument=instrument,
+            strict_pass=not instrument and label == "passed",
+            leaky_pass=not instrument and doc["leaky_pass"],
+            overshoot=not instrument and label == "overshoot",
+            tool_calls=doc["tool_calls"],
+            model_calls=doc["model_calls"],
+            min_calls=doc["min_calls"],
+            prompt_tokens=usage.get("prompt_tokens"),
+            cached_input_tokens=usage.get("cached_input_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            reasoning_tokens=usage.get("reasoning_tokens"),
+            provider_cost_usd=usage.get("provider_cost_usd"),
+            episode_s=timing.get("episode_s"),
+            model_s=timing.get("model_s"),
+            harness_s=timing.get("harness_s"),
+            setup_s=timing.get("setup_s"),
+            estimated_tokens=usage.get("estimated_tokens"),
+            context_overflow=doc.get("context_overflow", False),
+            system_fingerprints=doc.get("system_fingerprints", []),
+            malformed_clause=doc.get("malformed_clause"),
+            text_calls=doc.get("unparsed_text_calls", 0),
+            text_call_dialects=_dialects(doc.get("transcript", _NOTHING)),
+            first_request_tokens=usage.get("first_request_tokens"),
+            first_request_pinned_tokens=usage.get("first_request_pinned_tokens"),
         )
 
 
@@ -456,9 +420,7 @@ def records_from_lines(
 ) -> list[EpisodeRecord]:
     """Records in file order; an attempt scored twice (not an instrument retry) is refused."""
     fields = ((number, line.model_dump()) for number, line in lines)
-    return [
-        EpisodeRecord.model_validate(row._asdict()) for row in episode_rows(fields, header, source)
-    ]
+    return [EpisodeRecord.model_validate(vars(row)) for row in episode_rows(fields, header, source)]
 
 
 def records_from_run(folder: Path | str) -> list[EpisodeRecord]:
@@ -466,4 +428,4 @@ def records_from_run(folder: Path | str) -> list[EpisodeRecord]:
     path = Path(folder)
     header = read_header(path)
     rows = episode_rows(RecordStream(path), header)
-    return [EpisodeRecord.model_validate(row._asdict()) for row in rows]
+    return [EpisodeRecord.model_validate(vars(row)) for row in rows]
