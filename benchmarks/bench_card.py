@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import resource
 import subprocess
 import sys
@@ -25,20 +26,18 @@ import time
 import tracemalloc
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from common import command_line, markdown_table  # and tests/ on the path, for synthetic_runs
+from synthetic_runs import FAKE_ENGINE_HASH, FAKE_HASH, PUBLISHED_ARMS, header, line, write_run
 
-from synthetic_runs import FAKE_ENGINE_HASH, FAKE_HASH, PUBLISHED_ARMS, header, line, write_run  # noqa: E402
-
-from poisson_tasks.calibration import (  # noqa: E402
+from poisson_tasks.calibration import (
     build_artifact,
     card_json,
     provenance_from_run,
     records_from_run,
     render_document,
 )
-from poisson_tasks.runfolder import EPISODES, Timing, Usage  # noqa: E402
-from poisson_tasks.verifier import Outcome  # noqa: E402
+from poisson_tasks.runfolder import EPISODES, Timing, Usage
+from poisson_tasks.verifier import Outcome
 
 ATTEMPTS = 5
 _OUTCOMES: tuple[Outcome, ...] = ("passed", "passed", "overshoot", "wrong_state", "passed")
@@ -117,7 +116,7 @@ def measure(tasks: int) -> None:
         f"{peak / 1e6:.0f}",
         f"{rss_mb:.0f}",
     )
-    print("| " + " | ".join(row) + " |")
+    print(json.dumps(row))
 
 
 def main() -> None:
@@ -125,16 +124,20 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, help="one size only (tasks per arm)")
     args = parser.parse_args()
     if args.tasks is not None:
-        measure(args.tasks)
+        measure(args.tasks)  # one size in this process: its row as JSON, for the parent
         return
-    print(
-        "| episodes | tasks per arm | episodes.jsonl MB | seconds (best of 3) "
-        "| peak traced MB | peak RSS MB (whole process) |"
-    )
-    print("|---|---|---|---|---|---|")
-    sys.stdout.flush()
+    rows = []
     for tasks in (60, 600):
-        subprocess.run([sys.executable, __file__, "--tasks", str(tasks)], check=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--tasks", str(tasks)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    columns = ("episodes", "tasks per arm", "episodes.jsonl MB", "seconds (best of 3)")
+    print(markdown_table((*columns, "peak traced MB", "peak RSS MB (whole process)"), rows))
+    print(command_line())
 
 
 if __name__ == "__main__":

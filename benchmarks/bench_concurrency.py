@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import yaml
+from common import command_line, markdown_table
 
 from poisson_tasks.prereg import validate_preregistration
 from poisson_tasks.runner import run_preregistration
@@ -29,8 +30,7 @@ def main(argv: list[str]) -> None:
     tasks = int(argv[0]) if argv else 20
     levels = [int(c) for c in argv[1:]] or [64, 16, 8, 4]
     count_tokens("load the tokenizer before the clock")
-    print("| concurrency | episodes | seconds | episodes/s |")
-    print("|---|---|---|---|")
+    rows: list[tuple[object, ...]] = []
     for conc in levels:
         doc = yaml.safe_load(DESIGN.read_text(encoding="utf-8"))
         doc["design"]["tasks"] = tasks
@@ -43,8 +43,9 @@ def main(argv: list[str]) -> None:
         summary = run_preregistration(plan, out, show_progress=False)
         elapsed = time.perf_counter() - t
         n = summary.scored_this_session
-        print(f"| {conc} | {n} | {elapsed:.2f} | {n / elapsed:.1f} |")
-    print(f"command: {' '.join([sys.executable, *sys.argv])}")
+        rows.append((conc, n, f"{elapsed:.2f}", f"{n / elapsed:.1f}"))
+    print(markdown_table(("concurrency", "episodes", "seconds", "episodes/s"), rows))
+    print(command_line())
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+from common import command_line, markdown_table
+
 from poisson_tasks.arms import all_arms
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.generator import generate
@@ -96,8 +98,7 @@ def plan_rows(knobs: list[str], seeds: int) -> None:
     print()
     print("check_plan, fresh process each (imports and tokenizer load included):")
     print()
-    print("| workers | seconds | contrast groups refused |")
-    print("|---|---|---|")
+    rows: list[tuple[object, ...]] = []
     for workers in (1, 2):
         out = subprocess.run(
             [sys.executable, "-c", _PLAN_SCRIPT, ",".join(knobs), str(seeds), str(workers)],
@@ -105,7 +106,8 @@ def plan_rows(knobs: list[str], seeds: int) -> None:
             text=True,
             check=True,
         ).stdout.split()
-        print(f"| {workers} | {float(out[0]):.3f} | {out[1]} |")
+        rows.append((workers, f"{float(out[0]):.3f}", out[1]))
+    print(markdown_table(("workers", "seconds", "contrast groups refused"), rows))
 
 
 def pins_section(knobs: list[str], seeds: int) -> None:
@@ -116,19 +118,29 @@ def pins_section(knobs: list[str], seeds: int) -> None:
         f"pin ledger: {len(knobs)} knobs ({', '.join(knobs)}), levels and controls x {seeds} seeds"
     )
     print()
-    print(
-        "| pass | bundles | contrasts | generate s | measure s | check s | total s | cpu s "
-        "| bundles/s | contrasts/s | refused |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows: list[tuple[object, ...]] = []
     for label in ("cold caches", "warm caches"):
         gc.collect()
         g, m, c, nb, nc, refused, cpu = pins_pass(knobs, range(seeds))
         total = g + m + c
-        print(
-            f"| {label} | {nb} | {nc} | {g:.3f} | {m:.3f} | {c:.3f} | {total:.3f} | {cpu:.3f} | "
-            f"{nb / total:,.0f} | {nc / total:,.0f} | {refused} |"
+        rows.append(
+            (
+                label,
+                nb,
+                nc,
+                f"{g:.3f}",
+                f"{m:.3f}",
+                f"{c:.3f}",
+                f"{total:.3f}",
+                f"{cpu:.3f}",
+                f"{nb / total:,.0f}",
+                f"{nc / total:,.0f}",
+                refused,
+            )
         )
+    columns = ("pass", "bundles", "contrasts", "generate s", "measure s", "check s", "total s")
+    columns += ("cpu s", "bundles/s", "contrasts/s", "refused")
+    print(markdown_table(columns, rows))
     print()
     print(
         "bundles/s and contrasts/s are over the whole sweep (generate + measure + check); "
@@ -168,15 +180,25 @@ def main() -> None:
         g, v, n, nv = one_pass(arms, range(args.seeds), pins)
         rows.append((label, n, g, nv, v))
     print()
+    columns = ("pass", "bundles", "generate s", "bundles/s", "verdicts", "verify s")
     print(
-        "| pass | bundles | generate s | bundles/s | verdicts | verify s | verdicts/s | total s |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for label, n, g, nv, v in rows:
-        print(
-            f"| {label} | {n} | {g:.3f} | {n / g:,.0f} | {nv} | {v:.3f} | {nv / v:,.0f} "
-            f"| {g + v:.3f} |"
+        markdown_table(
+            (*columns, "verdicts/s", "total s"),
+            (
+                (
+                    label,
+                    n,
+                    f"{g:.3f}",
+                    f"{n / g:,.0f}",
+                    nv,
+                    f"{v:.3f}",
+                    f"{nv / v:,.0f}",
+                    f"{g + v:.3f}",
+                )
+                for label, n, g, nv, v in rows
+            ),
         )
+    )
     print()
     print(
         f"per bundle: {rows[0][2] / rows[0][1] * 1e6:.0f} us generate (cold), "
@@ -187,7 +209,7 @@ def main() -> None:
     )
     if args.pins:
         pins_section(list(BUILDERS), args.seeds)
-    print(f"command: {' '.join([sys.executable, *sys.argv])}")
+    print(command_line())
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from common import markdown_table
+from synthetic_runs import reference_preregistration
 
-from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.prereg import load_preregistration
 from poisson_tasks.reference import start_reference_server
 from poisson_tasks.runfolder import iter_episodes
@@ -41,29 +42,17 @@ def _cpu() -> float:
 def _prereg(
     folder: Path, harness: str, arms: list[str], tasks: int, concurrency: int, base_url: str
 ) -> Path:
-    horizon = max(parse_arm_id(a).max_turns(4) for a in arms)
-    doc: dict[str, Any] = {
-        "format": "poisson-tasks/preregistration@1",
-        "name": f"bench-{harness}",
-        "model": {"provider": "reference", "model": "oracle", "base_url": base_url},
-        "decoding": {
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "reasoning_effort": "low",
-            "max_completion_tokens": 2048,
-        },
-        "design": {
-            "arms": arms,
-            "tasks": tasks,
-            "attempts": 1,
-            "seed_string": "bench-harness",
-            "slack": 4,
-            "horizon": horizon,
-            "harness": harness,
-        },
-        "budget": {"tokens": 500_000_000, "wall_clock_s": 3600},
-        "execution": {"concurrency": concurrency},
-    }
+    doc = reference_preregistration(
+        f"bench-{harness}",
+        arms,
+        tasks=tasks,
+        seed_string="bench-harness",
+        slack=4,
+        model={"base_url": base_url},
+        design={"harness": harness},
+        budget={"tokens": 500_000_000, "wall_clock_s": 3600},
+        execution={"concurrency": concurrency},
+    )
     path = folder / f"{harness}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -105,17 +94,26 @@ def main() -> None:
                 run(harness, arms, args.tasks, args.concurrency, server.base_url, Path(tmp))
             )
     print(f"oracle, {len(arms)} arms x {args.tasks} tasks, concurrency {args.concurrency}")
+    columns = ("harness", "episodes", "strict passes", "wall s", "CPU s", "episodes/s")
+    columns += ("CPU s/episode", "median setup s")
     print(
-        "| harness | episodes | strict passes | wall s | CPU s | episodes/s | CPU s/episode |"
-        " median setup s |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r['harness']} | {r['episodes']} | {r['passed']} | {r['wall_s']:.1f} | "
-            f"{r['cpu_s']:.1f} | {r['episodes_per_s']:.2f} | {r['cpu_s_per_episode']:.3f} | "
-            f"{r['setup_s_median']:.2f} |"
+        markdown_table(
+            columns,
+            (
+                (
+                    r["harness"],
+                    r["episodes"],
+                    r["passed"],
+                    f"{r['wall_s']:.1f}",
+                    f"{r['cpu_s']:.1f}",
+                    f"{r['episodes_per_s']:.2f}",
+                    f"{r['cpu_s_per_episode']:.3f}",
+                    f"{r['setup_s_median']:.2f}",
+                )
+                for r in rows
+            ),
         )
+    )
     native, null = rows
     if native["cpu_s_per_episode"] > 0:
         ratio = null["cpu_s_per_episode"] / native["cpu_s_per_episode"]

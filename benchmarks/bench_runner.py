@@ -36,6 +36,7 @@ import httpx2
 import numpy as np
 import openai
 import orjson
+from common import markdown_table
 
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.domain.engine import apply, initial_state
@@ -267,12 +268,7 @@ def main() -> None:
             f"sweep: the published design's 14 arms x {tasks} tasks x 1 attempt = "
             f"{14 * tasks} oracle episodes per loop and level\n"
         )
-        header = (
-            f"{'conc':>5} {'loop':<12} {'ep/s':>8} {'x floor':>8} "
-            f"{'own ms/call p50':>16} {'p90':>7} {'vs floor p50':>13}"
-        )
-        print(header)
-        print("-" * len(header))
+        table: list[tuple[object, ...]] = []
         asyncio.run(run_bare_warmup(base_url))
         for level in LEVELS:
             plan = plan_for(base_url, tasks, 1, level)
@@ -287,10 +283,19 @@ def main() -> None:
             for name, r in rows.items():
                 eps = r["episodes"] / r["wall"]
                 p50, p90 = _ms(r["per_call"], 50), _ms(r["per_call"], 90)
-                print(
-                    f"{level:>5} {name:<12} {eps:>8.1f} {eps / f_eps:>8.2f} {p50:>16.3f} "
-                    f"{p90:>7.3f} {p50 - f_p50:>+13.3f}"
+                table.append(
+                    (
+                        level,
+                        name,
+                        f"{eps:.1f}",
+                        f"{eps / f_eps:.2f}",
+                        f"{p50:.3f}",
+                        f"{p90:.3f}",
+                        f"{p50 - f_p50:+.3f}",
+                    )
                 )
+        columns = ("concurrency", "loop", "episodes/s", "× floor", "own ms/call p50", "p90")
+        print(markdown_table((*columns, "vs floor p50"), table))
         print()
         s0 = cpu_seconds(proc.pid)
         full = run_child(base_url, 60 if not args.quick else 8, 64)

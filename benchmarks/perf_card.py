@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import perf  # the driver beside this script: one table for every stage
+from common import report  # the one table format, and the driver's JSON rows
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "calibration" / "reference-noisy"
@@ -201,10 +201,7 @@ def main() -> None:
             figures[episodes] = measure(folder, args.repeats, env)
         big_mib = (folders[max(TARGETS)] / "episodes.jsonl").stat().st_size / 2**20
     table = rows(figures, big_mib, label)
-    if args.json:
-        print(json.dumps(table))
-        return
-    print(perf.table(table))
+    report(table, args.json)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-import perf  # the driver beside this script: one table for every stage
+from common import report  # the one table format, and the driver's JSON rows
 
 from poisson_tasks.arms import all_arms
 from poisson_tasks.bundle import TaskBundle
@@ -108,10 +108,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     rows = measure(max(3, args.repeats))
-    if args.json:
-        print(json.dumps(rows))
-        return
-    print(perf.table(rows))
+    report(rows, args.json)
 
 
 if __name__ == "__main__":

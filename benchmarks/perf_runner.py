@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import gc
 import itertools
-import json
 import os
 import re
 import statistics
@@ -51,7 +50,7 @@ from typing import Any
 import httpx2
 import openai
 import orjson
-import perf  # the driver beside this script: one table for every stage
+from common import report  # the one table format, and the driver's JSON rows
 
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.generator import generate
@@ -351,11 +350,7 @@ def main() -> None:
         serve()
         return
     rows = measure(args.tasks, max(1, args.repeats))
-    if args.json:
-        print(json.dumps(rows))
-        return
-    print(perf.table(rows))
-    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    report(rows, args.json)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ interleaved within a round; the median is reported.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import perf  # the driver beside this script: one table for every stage
+from common import report  # the one table format, and the driver's JSON rows
 
 GENERATE_S = 0.25
 GENERATE_MIB = 80.0
@@ -176,11 +175,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-59", help="the pin sweep's seeds (default 0-59)")
     args = parser.parse_args()
     rows = measure(max(1, args.repeats), args.seeds)
-    if args.json:
-        print(json.dumps(rows))
-        return
-    print(perf.table(rows))
-    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    report(rows, args.json)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Without chromium the render row says so and is not met.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -30,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import perf  # the driver beside this script: one table for every stage
+from common import report  # the one table format, and the driver's JSON rows
 
 from poisson_tasks.calibration.manifest import published_dir
 from poisson_tasks.calibration.published import rebuild_published
@@ -194,10 +193,7 @@ def main() -> None:
         size = page.stat().st_size
     gz = (published_dir() / NAME / "episodes.jsonl.gz").stat().st_size
     table = rows(write, size, gz, render)
-    if args.json:
-        print(json.dumps(table))
-        return
-    print(perf.table(table))
+    report(table, args.json)
 
 
 if __name__ == "__main__":

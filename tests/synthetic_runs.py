@@ -267,3 +267,44 @@ def example_run(folder: Path, tasks: int = 20, attempts: int = 5) -> Path:
         concurrency=8,
     )
     return write_run(folder, head, lines)
+
+
+def reference_preregistration(
+    name: str,
+    arms: Sequence[str],
+    *,
+    tasks: int,
+    attempts: int = 1,
+    policy: str = "oracle",
+    seed_string: str,
+    slack: int = 0,
+    **sections: dict[str, Any],
+) -> dict[str, Any]:
+    """A pre-registration document against the reference policy `policy` (tests and benchmarks
+    write theirs from this one); `sections` are merged into its own, the horizon follows the arms."""
+    doc: dict[str, Any] = {
+        "format": "poisson-tasks/preregistration@1",
+        "name": name,
+        "model": {"provider": "reference", "model": policy},
+        "decoding": {
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "reasoning_effort": "low",
+            "max_completion_tokens": 2048,
+        },
+        "design": {
+            "arms": list(arms),
+            "tasks": tasks,
+            "attempts": attempts,
+            "seed_string": seed_string,
+            "slack": slack,
+            "horizon": 0,
+        },
+        "budget": {"tokens": 50_000_000, "wall_clock_s": 120},
+        "execution": {"concurrency": 4},
+    }
+    for key, value in sections.items():
+        doc[key] = {**doc.get(key, {}), **value}
+    design = doc["design"]
+    design["horizon"] = max(parse_arm_id(arm).max_turns(design["slack"]) for arm in design["arms"])
+    return doc

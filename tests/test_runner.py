@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from synthetic_runs import reference_preregistration
 from typer.testing import CliRunner
 
 from poisson_tasks.calibration.records import records_from_run
@@ -53,44 +54,24 @@ def prereg(
     **sections: dict[str, Any],
 ) -> Path:
     """A pre-registration file against the reference endpoint; `sections` override whole parts."""
-    arms = arms or ["depth:d2", "distractor:r4@k16"]
-    serving: dict[str, Any] = {"provider": "reference", "model": model}
+    serving: dict[str, Any] = {}
     if base_url is not None:
         serving["base_url"] = base_url
     if key_env is not None:
         serving["api_key_env"] = key_env
-    doc: dict[str, Any] = {
-        "format": "poisson-tasks/preregistration@1",
-        "name": name,
-        "model": serving,
-        "decoding": {
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "reasoning_effort": "low",
-            "max_completion_tokens": 2048,
-        },
-        "design": {
-            "arms": arms,
-            "tasks": tasks,
-            "attempts": attempts,
-            "seed_string": "runner-test",
-            "slack": 0,
-            "horizon": 0,
-        },
-        "budget": {"tokens": 50_000_000, "wall_clock_s": 120},
-        "execution": {
-            "concurrency": 4,
-            "max_retries": 3,
-            "backoff_s": 0.001,
-            "backoff_max_s": 0.01,
-        },
-    }
+    execution = {"concurrency": 4, "max_retries": 3, "backoff_s": 0.001, "backoff_max_s": 0.01}
+    overrides: dict[str, dict[str, Any]] = {"model": serving, "execution": execution}
     for key, value in sections.items():
-        doc[key] = {**doc.get(key, {}), **value}
-    from poisson_tasks.arms import parse_arm_id
-
-    slack = doc["design"]["slack"]
-    doc["design"]["horizon"] = max(parse_arm_id(a).max_turns(slack) for a in doc["design"]["arms"])
+        overrides[key] = {**overrides.get(key, {}), **value}
+    doc = reference_preregistration(
+        name,
+        arms or ["depth:d2", "distractor:r4@k16"],
+        tasks=tasks,
+        attempts=attempts,
+        policy=model,
+        seed_string="runner-test",
+        **overrides,
+    )
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path

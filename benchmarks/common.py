@@ -1,0 +1,68 @@
+"""What every benchmark shares: the one table format, and how a script reports its rows (benchmarks/
+perf.py, the one driver, writes them into RESULTS.md). The pre-registration that tests and benchmarks both write
+against the reference endpoint is tests/synthetic_runs.reference_preregistration (on the path here).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TypedDict
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "RESULTS.md"
+sys.path.insert(0, str(ROOT / "tests"))  # synthetic_runs: the helpers tests and benchmarks share
+
+ROW_COLUMNS = ("stage", "now", "anchor", "target", "ratio", "met", "note")
+
+
+class Row(TypedDict):
+    """One measured row of a stage with a target: its figure beside its anchor."""
+
+    stage: str
+    now: str
+    anchor: str
+    target: str
+    ratio: str
+    met: bool
+    note: str
+
+
+def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """The one table format of RESULTS.md: a header, its rule, one line per row ('|' escaped)."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |")
+    return "\n".join(lines)
+
+
+def rows_table(rows: Iterable[Row]) -> str:
+    """Rows with targets as one table, "met" written out."""
+    return markdown_table(
+        ROW_COLUMNS,
+        (
+            [
+                row[key] if key != "met" else ("met" if row["met"] else "**not met**")  # type: ignore[literal-required]
+                for key in ROW_COLUMNS
+            ]
+            for row in rows
+        ),
+    )
+
+
+def report(rows: list[Row], as_json: bool) -> None:
+    """How a stage script ends: one JSON list of rows for the driver, else the table and the
+    command that made it."""
+    if as_json:
+        print(json.dumps(rows))
+        return
+    print(rows_table(rows))
+    print(command_line())
+
+
+def command_line() -> str:
+    """The command as run, for the line under a table."""
+    return f"command: {' '.join([Path(sys.executable).name, *sys.argv])}"
