@@ -1,18 +1,26 @@
-"""benchmarks/perf.py: its table and its rewrite of RESULTS.md's Performance section."""
+"""benchmarks/perf.py, the one benchmark driver: its table format, its blocks, its rewrite of
+RESULTS.md (only between a block's markers)."""
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
 
 
 def _driver() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("perf_driver", ROOT / "benchmarks" / "perf.py")
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))  # as when run as a script: common.py beside it
+    spec = importlib.util.spec_from_file_location("perf_driver", BENCHMARKS / "perf.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules["perf_driver"] = module  # its dataclass looks its module up there
     spec.loader.exec_module(module)
     return module
 
@@ -29,35 +37,43 @@ ROW = {
 
 
 def test_table_spells_out_met_and_escapes_pipes() -> None:
-    text = _driver().table([ROW, {**ROW, "met": True}])
-    lines = text.splitlines()
+    _driver()
+    import common
+
+    lines = common.rows_table([ROW, {**ROW, "met": True}]).splitlines()
     assert lines[0].startswith("| stage | now | anchor | target |")
+    assert lines[1] == "|---|---|---|---|---|---|---|"
     assert "**not met**" in lines[2] and "a\\|b" in lines[2]
     assert "| met |" in lines[3]
 
 
-def test_write_section_replaces_only_its_own_section(tmp_path: Path) -> None:
+def test_every_block_has_its_markers_and_its_script() -> None:
     driver = _driver()
-    results = tmp_path / "RESULTS.md"
-    results.write_text(
-        "# Measured\n\n## Cards\n\nkeep me\n\n## Performance (issue 15)\n\nold table\n\n"
-        "## Later\n\nkeep me too\n",
-        encoding="utf-8",
+    results = (BENCHMARKS / "RESULTS.md").read_text(encoding="utf-8")
+    for name, block in driver.BLOCKS.items():
+        start, stop = results.find(driver.begin(name)), results.find(driver.end(name))
+        assert 0 <= start < stop, name
+        section = results.rfind("\n## ", 0, start)
+        assert results[section + 1 :].startswith(block.section + "\n"), name
+        for command in block.commands():
+            assert Path(command[1]).is_file(), command
+
+
+def test_a_block_is_rewritten_and_nothing_else(tmp_path: Path) -> None:
+    driver = _driver()
+    text = (
+        "# Measured\n\n## Cards (issue 5)\n\nprose before\n\n"
+        f"{driver.begin('cards')}\nold table\n{driver.end('cards')}\n\nprose after\n\n"
+        "## Later\n\nkeep me too\n"
     )
-    driver.write_section(driver.section([ROW], [], ["--write"]), results)
-    text = results.read_text(encoding="utf-8")
-    assert "old table" not in text
-    assert text.count("## Performance (issue 15)") == 1
-    assert "keep me\n" in text and "keep me too" in text
-    assert "0 of 1 targets met" in text and "`python benchmarks/perf.py --write`" in text
-    assert text.index("## Cards") < text.index("## Performance") < text.index("## Later")
+    updated = driver.replace_block(text, "cards", "| new |\n|---|")
+    assert "old table" not in updated
+    assert updated == text.replace("old table", "| new |\n|---|")
+    with pytest.raises(SystemExit, match="no block view"):
+        driver.replace_block(text, "view", "x")
 
 
-def test_write_section_appends_when_absent(tmp_path: Path) -> None:
-    driver = _driver()
-    results = tmp_path / "RESULTS.md"
-    results.write_text("# Measured\n\n## Cards\n\nkeep me\n", encoding="utf-8")
-    driver.write_section(driver.section([ROW], ["perf_x.py exited 1: boom"], []), results)
-    text = results.read_text(encoding="utf-8")
-    assert text.startswith("# Measured\n\n## Cards\n\nkeep me\n\n## Performance (issue 15)")
+def test_targets_text_counts_the_targets_met_and_lists_failures() -> None:
+    text = _driver().targets_text([ROW], ["perf_x.py exited 1: boom"])
+    assert "**0 of 1 targets met.**" in text
     assert "- perf_x.py exited 1: boom" in text
