@@ -18,24 +18,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import PlannedRun
 from test_runner import SLOW_CALLS, prereg
 
 from poisson_tasks.calibration import card_from_run
 from poisson_tasks.calibration.output import write_card
 from poisson_tasks.errors import OutputError, RunFolderError
 from poisson_tasks.prereg import load_preregistration
-from poisson_tasks.reference import ReferenceServer, start_reference_server
+from poisson_tasks.reference import ReferenceServer
 from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header, write_header
 from poisson_tasks.runner import run_preregistration
 from poisson_tasks.runner.folder import LOCK, FolderLock
 
 CLI = [sys.executable, "-m", "poisson_tasks.cli"]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ReferenceServer]:
-    with start_reference_server("127.0.0.1", 0) as srv:
-        yield srv
 
 
 def _slots(folder: Path) -> Counter[tuple[str, int, int]]:
@@ -122,12 +117,8 @@ def test_two_new_runs_racing_for_one_folder(tmp_path: Path, server: ReferenceSer
     assert len(read_header(out).sessions) == 1
 
 
-def test_a_lock_left_by_a_dead_writer_is_taken_over(
-    tmp_path: Path, server: ReferenceServer
-) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
-    run_preregistration(path, out, show_progress=False)
+def test_a_lock_left_by_a_dead_writer_is_taken_over(finished_run: PlannedRun) -> None:
+    path, out = finished_run
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         text=True,
@@ -141,10 +132,8 @@ def test_a_lock_left_by_a_dead_writer_is_taken_over(
     assert json.loads((out / LOCK).read_text())["pid"] == os.getpid()
 
 
-def test_a_held_lock_is_refused_in_process(tmp_path: Path, server: ReferenceServer) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
-    run_preregistration(path, out, show_progress=False)
+def test_a_held_lock_is_refused_in_process(finished_run: PlannedRun) -> None:
+    path, out = finished_run
     held = subprocess.Popen(
         [
             sys.executable,
@@ -244,10 +233,9 @@ def test_a_full_disk_keeps_the_folder_whole_and_resumes(
 
 
 def test_a_full_disk_at_creation_leaves_nothing_behind(
-    tmp_path: Path, server: ReferenceServer, disk: Callable[[Path, Callable[[], bool]], None]
+    tmp_path: Path, planned_run: PlannedRun, disk: Callable[[Path, Callable[[], bool]], None]
 ) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
+    path, out = planned_run
     disk(tmp_path / "run", lambda: True)
     with pytest.raises(RunFolderError, match="No space left on device"):
         run_preregistration(path, out, show_progress=False)
@@ -258,11 +246,9 @@ def test_a_full_disk_at_creation_leaves_nothing_behind(
 
 
 def test_a_read_only_folder_and_a_directory_for_episodes(
-    tmp_path: Path, server: ReferenceServer
+    tmp_path: Path, finished_run: PlannedRun
 ) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
-    run_preregistration(path, out, show_progress=False)
+    path, out = finished_run
     (out / EPISODES).rename(tmp_path / "saved.jsonl")
     (out / EPISODES).mkdir()
     with pytest.raises(RunFolderError, match="is not a file"):
@@ -315,10 +301,8 @@ def test_a_signal_mid_run_records_the_stop_and_resumes(
 # --------------------------------------------------------------------------- session provenance
 
 
-def test_resuming_a_complete_run_claims_no_resume(tmp_path: Path, server: ReferenceServer) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
-    run_preregistration(path, out, show_progress=False)
+def test_resuming_a_complete_run_claims_no_resume(finished_run: PlannedRun) -> None:
+    path, out = finished_run
     again = run_preregistration(path, out, resume=True, show_progress=False)
     assert again.complete and again.written == 0
     artifact = card_from_run(out)
@@ -327,12 +311,8 @@ def test_resuming_a_complete_run_claims_no_resume(tmp_path: Path, server: Refere
     assert "resumed" not in {c.key for c in artifact.statements.does_not_claim}
 
 
-def test_a_killed_sessions_count_comes_from_its_records(
-    tmp_path: Path, server: ReferenceServer
-) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
-    run_preregistration(path, out, show_progress=False)
+def test_a_killed_sessions_count_comes_from_its_records(finished_run: PlannedRun) -> None:
+    _, out = finished_run
     header = read_header(out)
     header.sessions[0].episodes_written = 0  # as a kill -9 leaves it
     header.sessions[0].stop_reason = "running"
@@ -344,12 +324,8 @@ def test_a_killed_sessions_count_comes_from_its_records(
 # --------------------------------------------------------------------------- the command line
 
 
-def test_resume_alone_reads_the_stored_preregistration(
-    tmp_path: Path, server: ReferenceServer
-) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
-    run_preregistration(path, out, show_progress=False)
+def test_resume_alone_reads_the_stored_preregistration(finished_run: PlannedRun) -> None:
+    path, out = finished_run
     lines = (out / EPISODES).read_bytes().splitlines(keepends=True)
     (out / EPISODES).write_bytes(b"".join(lines[:3]))
     path.unlink()  # the file is gone: the folder's own copy is what runs
@@ -369,10 +345,9 @@ def load_preregistration_from(folder: Path):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 @pytest.mark.parametrize("delay", [0.2, 0.5, 1.0])
 def test_a_stop_during_start_up_is_one_line(
-    tmp_path: Path, server: ReferenceServer, sig: signal.Signals, delay: float
+    planned_run: PlannedRun, sig: signal.Signals, delay: float
 ) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
+    path, out = planned_run
     proc = subprocess.Popen(
         [sys.executable, "-m", "poisson_tasks", "run", str(path), "--out", str(out), "--quiet"],
         stdout=subprocess.DEVNULL,
@@ -426,11 +401,9 @@ def test_a_ctrl_c_before_the_handlers_exist_is_one_line() -> None:
 
 @pytest.mark.parametrize("delay", [0.2, 0.6, 1.2])
 def test_kill_during_card_out_leaves_no_partial_card(
-    tmp_path: Path, server: ReferenceServer, delay: float
+    tmp_path: Path, finished_run: PlannedRun, delay: float
 ) -> None:
-    path = prereg(tmp_path, base_url=server.base_url, tasks=2)
-    out = tmp_path / "run"
-    run_preregistration(path, out, show_progress=False)
+    _, out = finished_run
     cards = tmp_path / "cards"
     proc = subprocess.Popen(
         [*CLI, "card", str(out), "--out", str(cards)],
