@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from poisson_tasks.arms import (
     CONTROL_ARMS,
+    KNOB_DEFS,
     KNOBS,
     PREFIX,
     ArmSpec,
@@ -48,15 +49,9 @@ from poisson_tasks.prereg import (
 from poisson_tasks.runfolder import HEADER_MAX_BYTES
 
 PROBE_FORMAT = "poisson-tasks/probe@1"
-PROBED_KNOBS: tuple[Knob, ...] = (
-    "similarity",
-    "faults",
-    "history",
-    "block",
-    "arguments",
-    "shape",
-    "spread",
-)
+# The knobs a registration probes unless it names others: every knob not on the published cards
+# (the seven newer ones), in arms.py's order.
+PROBED_KNOBS: tuple[Knob, ...] = tuple(knob for knob in KNOBS if not KNOB_DEFS[knob].published)
 REGISTRATION = "registration.json"
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
