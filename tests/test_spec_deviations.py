@@ -71,4 +71,4 @@ def test_the_paths_it_says_differ_still_differ() -> None:
     """When the spec's arms.knob_status or verifier.Verdict arrives, this page must say so."""
     assert not hasattr(importlib.import_module("poisson_tasks.arms"), "knob_status")
     assert not hasattr(importlib.import_module("poisson_tasks.verifier"), "Verdict")
-    assert len(importlib.import_module("poisson_tasks.probefigures").knob_status().rows) == 7
+    assert len(importlib.import_module("poisson_tasks.probe.published").knob_status().rows) == 7
