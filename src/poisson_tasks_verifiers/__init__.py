@@ -1,6 +1,9 @@
 """The verifiers taskset id `poisson-tasks-verifiers`: vf-eval imports a taskset id as one module
-name, so this top-level module re-exports poisson_tasks.export.verifiers (the `verifiers` extra)."""
+name, so this top-level module re-exports poisson_tasks.export.verifiers (the `verifiers` extra).
+It is also the harness id the env pins: verifiers imports a harness id the same way, and takes the
+one Harness this module exports (export.harness.LockedNullHarness)."""
 
+from poisson_tasks.export.harness import LockedNullHarness
 from poisson_tasks.export.verifiers import (
     PoissonEnv,
     PoissonEnvConfig,
@@ -11,6 +14,7 @@ from poisson_tasks.export.verifiers import (
 )
 
 __all__ = [
+    "LockedNullHarness",
     "PoissonEnv",
     "PoissonEnvConfig",
     "PoissonTask",

@@ -12,7 +12,8 @@ engine, and its verdict is `verifier.verify` on the calls the trace records, cop
 Reward `strict` is 1.0 when the verifier's strict reading passes; metrics `leaky_pass`,
 `model_calls`, `tool_calls` and `outcome` (the label's index in verifier.OUTCOMES; the label itself
 is `trace.info["verdict"]["outcome"]`). The `PoissonEnv` pins the null harness on the subprocess
-runtime and caps each rollout at the taskset's turn limit (32, or the pre-registration's).
+runtime, its chat program run by this interpreter (`export.harness`: nothing fetched at run time),
+and caps each rollout at the taskset's turn limit (32, or the pre-registration's).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from poisson_tasks.runner.nulltrace import TRACE_INFO_KEY, verdict_info
 from poisson_tasks.verifier import OUTCOMES
 
 TASKSET_ID = "poisson-tasks-verifiers"
+# The harness the env runs: verifiers imports a harness id as a module, and the taskset's own
+# module exports LockedNullHarness. The config names `null` until the env is built (validating
+# this id imports that module, which is still importing this one).
+HARNESS_ID = TASKSET_ID
 DEFAULT_TURN_LIMIT = 32
 
 ARMS_HELP = (
@@ -179,7 +184,8 @@ class PoissonTaskset(vf.Taskset[PoissonTask, PoissonTasksetConfig]):
 
 
 class PoissonEnvConfig(SingleAgentEnvConfig):
-    """The one agent seat, pinned to the null harness on the subprocess runtime."""
+    """The one agent seat, pinned to the null harness (run from this environment) on the
+    subprocess runtime."""
 
     taskset: PoissonTasksetConfig = PoissonTasksetConfig(id=TASKSET_ID)  # type: ignore[assignment]
     agent: vf.AgentConfig = vf.AgentConfig(
@@ -194,14 +200,18 @@ class PoissonEnv(vf.Env[PoissonEnvConfig]):
 
     def __init__(self, config: PoissonEnvConfig) -> None:  # type: ignore[override]
         agent = config.agent
-        harness_id = agent.harness.id if agent.harness is not None else "null"
-        if harness_id != "null":
+        harness_id = agent.harness.id if agent.harness is not None else HARNESS_ID
+        if harness_id not in ("null", HARNESS_ID):
             raise ValueError(
                 f"--env.agent.harness.id {harness_id}: this taskset runs on the null harness "
                 "only (the model must see the task's prompt and tools and nothing else)"
             )
+        # `null` names verifiers' own null harness, which fetches its chat program's packages
+        # with uv at run time; the taskset's harness runs the same program from this environment.
         if agent.harness is None:
-            agent.harness = NullHarnessConfig(id="null")
+            agent.harness = NullHarnessConfig(id=HARNESS_ID)
+        elif agent.harness.id != HARNESS_ID:
+            agent.harness = agent.harness.model_copy(update={"id": HARNESS_ID})
         if not isinstance(agent.runtime, SubprocessConfig):
             agent.runtime = SubprocessConfig()
         taskset = config.taskset
