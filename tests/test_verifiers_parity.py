@@ -8,13 +8,20 @@ planned faults), overshooting, malformed tool-call JSON, a tool call written as 
 replies, the turn limit and a provider that fails every request. A call naming no tool of the
 block is covered in test_nulltrace.py (no reference policy makes one).
 
-Needs the verifiers extra (marker `verifiers`; CI step scripts/ci/verifiers_parity.sh). Each case
+Every push runs a seeded subset: each case runs one shard of SEEDS shards (runner/shard.py: every
+arm of the case at one of its seeds, so every knob and control arm is still covered), the shard
+drawn per case by random.Random(PARITY_SEED); the test ids name it and the test prints the seeds.
+POISSON_TASKS_PARITY=full runs every slot of every case (docs/verifiers-export.md).
+
+Needs the verifiers extra (marker `verifiers`; CI step scripts/ci/verifiers-parity). Each case
 is one vf-eval process; its rollouts run concurrently.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +35,7 @@ from poisson_tasks.prereg import load_preregistration
 from poisson_tasks.reference import ReferenceServer, start_reference_server
 from poisson_tasks.runfolder import EpisodeLine, iter_episodes
 from poisson_tasks.runner import run_plan
+from poisson_tasks.runner.shard import Shard, shard_slots
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, verify
 
 pytest.importorskip("verifiers", reason="needs the verifiers extra: pip install '.[verifiers]'")
@@ -35,6 +43,8 @@ pytestmark = pytest.mark.verifiers
 
 SEEDS = 5
 CONCURRENCY = 16
+PARITY_SEED = 20  # draws the subset each push runs; fixed, so every push runs the same one
+FULL = os.environ.get("POISSON_TASKS_PARITY", "subset") == "full"
 
 
 def one_level(knob: str) -> str:
@@ -54,6 +64,20 @@ CASES: list[tuple[str, str, list[str], int, int | None]] = [
     ("plain-text", "no-call", ["depth:d2"], 4, None),
     ("turn-limit", "overshoot", ["depth:d1"], 0, 0),
     ("provider-fails", "flaky?p_500=1&p_429=0&p_slow=0", ["depth:d1"], 4, None),
+]
+
+
+def _subset() -> list[Shard | None]:
+    """Per case, the shard every push runs (one task of each arm); None runs the whole case."""
+    draw = random.Random(PARITY_SEED)
+    shards = [Shard(draw.randrange(SEEDS), SEEDS) for _ in CASES]
+    return [None if FULL else shard for shard in shards]
+
+
+SUBSET = _subset()
+PARAMS = [(*case, shard) for case, shard in zip(CASES, SUBSET, strict=True)]
+IDS = [
+    f"{c[0]}-shard{s.index}of{s.count}" if s else c[0] for c, s in zip(CASES, SUBSET, strict=True)
 ]
 
 
@@ -124,26 +148,46 @@ def _final_ledger(line: EpisodeLine) -> list[Any]:
     return [list(r) for r in v.final_state]
 
 
-@pytest.mark.parametrize(
-    ("case", "model", "arms", "slack", "limit"), CASES, ids=[c[0] for c in CASES]
-)
+def test_the_subset_covers_every_arm_of_every_case(tmp_path: Path) -> None:
+    """Each drawn shard holds every arm of its case (so every knob and control arm) once."""
+    for (case, model, arms, slack, limit), shard in zip(CASES, SUBSET, strict=True):
+        path = _prereg(tmp_path, case, model, arms, slack, limit, "native", "http://127.0.0.1:1/v1")
+        plan = load_preregistration(path)
+        slots = plan.slots() if shard is None else shard_slots(plan, shard)
+        assert sorted({s.arm_id for s in slots}) == sorted(arms), case
+        assert len(slots) == len(arms) * (SEEDS if shard is None else 1), case
+
+
+@pytest.mark.parametrize(("case", "model", "arms", "slack", "limit", "shard"), PARAMS, ids=IDS)
 def test_both_harnesses_give_the_same_episodes(
     case: str,
     model: str,
     arms: list[str],
     slack: int,
     limit: int | None,
+    shard: Shard | None,
     server: ReferenceServer,
     tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     folders = {}
+    expected_slots: set[tuple[str, int, int]] = set()
     for harness in ("native", "verifiers-null"):
         path = _prereg(tmp_path, case, model, arms, slack, limit, harness, server.base_url)
         folder = tmp_path / harness
-        asyncio.run(run_plan(load_preregistration(path), folder, show_progress=False))
+        plan = load_preregistration(path)
+        slots = plan.slots() if shard is None else shard_slots(plan, shard)
+        expected_slots = {(s.arm_id, s.seed, s.attempt) for s in slots}
+        asyncio.run(run_plan(plan, folder, show_progress=False, shard=shard))
         folders[harness] = {(ln.arm_id, ln.seed, ln.attempt): ln for ln in iter_episodes(folder)}
+    with capsys.disabled():
+        which = (
+            "every seed" if shard is None else f"shard {shard.label} (PARITY_SEED {PARITY_SEED})"
+        )
+        seeds = sorted({seed for _, seed, _ in expected_slots})
+        print(f"\nparity {case}: {which}: {len(expected_slots)} slots, seeds {seeds}")
     native, null = folders["native"], folders["verifiers-null"]
-    assert set(native) == set(null) and len(native) == len(arms) * SEEDS
+    assert set(native) == set(null) == expected_slots
     for slot, a in native.items():
         b = null[slot]
         where = f"{case} {slot}"
