@@ -89,7 +89,9 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path) -> str:
 
 
 @pytest.mark.skipif(WHEELHOUSE is None, reason="POISSON_TASKS_WHEELHOUSE not set")
-def test_a_pip_install_runs_the_null_harness_offline(tmp_path: Path) -> None:
+def test_a_pip_install_runs_the_null_harness_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     wheels = Path(str(WHEELHOUSE))
     assert (wheels / "requirements.txt").is_file(), f"no requirements.txt in {wheels}"
     (project,) = sorted(wheels.glob("poisson_tasks-*.whl"))
@@ -127,7 +129,11 @@ def test_a_pip_install_runs_the_null_harness_offline(tmp_path: Path) -> None:
     card = json.loads((out / "card.json").read_text())
     lock_hash = "uv.lock:" + hashlib.sha256((ROOT / "uv.lock").read_bytes()).hexdigest()
     assert lock_hash in json.dumps(card["provenance"]), card["provenance"]
-    assert lock_hash in (out / "card.md").read_text()
+    shown = [x for x in (out / "card.md").read_text().splitlines() if "environment hash" in x]
+    assert shown and lock_hash in shown[0], shown
+    with capsys.disabled():
+        print(f"\noffline study: {len(lines)} episodes, outcomes {sorted(outcomes.items())}")
+        print(f"offline card: {shown[0]}")
     # nothing was fetched or installed on the way: no uv appeared, its cache stayed empty
     cache = home / "uv-cache"
     assert not cache.exists() or not any(cache.iterdir()), sorted(cache.iterdir())
