@@ -125,7 +125,7 @@ def test_the_pods_commands_cut_resume_and_merge(tmp_path: Path) -> None:
         text=True,
         timeout=240,
     )
-    assert again.returncode == 0 and "(shard 2/4) session 1: complete" in again.stdout
+    assert again.returncode == 0 and "(shard 2/4) session 1: complete" in again.stderr
     merge = subprocess.run(
         ["sh", "-c", _pod_command(objects[("Job", "poisson-merge")], tmp_path)],
         env=env,
