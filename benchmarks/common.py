@@ -31,12 +31,19 @@ class Row(TypedDict):
     note: str
 
 
+def markdown_head(columns: Sequence[str]) -> str:
+    """The one table format's first two lines: the header and its rule."""
+    return "| " + " | ".join(columns) + " |\n" + "|" + "---|" * len(columns)
+
+
+def markdown_line(row: Sequence[object]) -> str:
+    """One row of the one table format ('|' in a cell escaped); a long grid prints these as it goes."""
+    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |"
+
+
 def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """The one table format of RESULTS.md: a header, its rule, one line per row ('|' escaped)."""
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |")
-    return "\n".join(lines)
+    """The one table format of RESULTS.md: a header, its rule, one line per row."""
+    return "\n".join([markdown_head(columns), *(markdown_line(row) for row in rows)])
 
 
 def rows_table(rows: Iterable[Row]) -> str:

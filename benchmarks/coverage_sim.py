@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from common import markdown_head, markdown_line  # the one table format
 from scipy.special import betaincinv, ndtr  # type: ignore[import-untyped]
 
 from poisson_tasks.calibration.intervals import (
@@ -178,14 +179,40 @@ def run_grid(runs: int, seed: int, small: bool = False) -> Iterator[Row]:
                             yield pair_setting(t, m, rho, rate, delta, runs, rng)
 
 
+COLUMNS = (
+    "tasks",
+    "attempts",
+    "rho",
+    "rate (lower level)",
+    "interval",
+    "coverage",
+    "mean width",
+    "called distinguishable, at Δ 0 falsely (interval alone)",
+    "expected events",
+    "events",
+    "outside 93-98%",
+)
+
+
 def _fmt(row: Row) -> str:
     delta = "rate" if row.delta is None else f"Δ {row.delta:.2f}"
     fd = "" if row.called is None else f"{row.called:.3f} ({row.called_interval_only:.3f})"
     flag = "" if row.meets else ("below 93%" if row.coverage < COVER_LOW else "above 98%")
     few = "" if row.enough_events else "few events"
-    return (
-        f"| {row.tasks} | {row.attempts} | {row.rho:g} | {row.rate:g} | {delta} | "
-        f"{row.coverage:.3f} | {row.width:.3f} | {fd} | {row.events:g} | {few} | {flag} |"
+    return markdown_line(
+        (
+            row.tasks,
+            row.attempts,
+            f"{row.rho:g}",
+            f"{row.rate:g}",
+            delta,
+            f"{row.coverage:.3f}",
+            f"{row.width:.3f}",
+            fd,
+            f"{row.events:g}",
+            few,
+            flag,
+        )
     )
 
 
@@ -203,12 +230,7 @@ def main() -> None:
         f"{args.runs} simulated cells per setting, confidence {CONFIDENCE}, Monte Carlo SE of a "
         f"coverage near 0.95: {mc_se:.4f}"
     )
-    print(
-        "| tasks | attempts | rho | rate (lower level) | interval | coverage | mean width | "
-        "called distinguishable, at Δ 0 falsely (interval alone) | expected events | events | "
-        "outside 93-98% |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(markdown_head(COLUMNS))
     rows = []
     for row in run_grid(args.runs, args.seed, args.small):
         rows.append(row)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # coverage_sim prints through benchmarks/common.py
 _spec = importlib.util.spec_from_file_location(
     "coverage_sim", ROOT / "benchmarks" / "coverage_sim.py"
 )
