@@ -25,6 +25,7 @@ from typing import Any
 
 import openai
 import orjson
+from common import command_line, markdown_table  # the one table format
 
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.domain.engine import apply, initial_state
@@ -161,10 +162,15 @@ def main() -> None:
         f"(a baseline of the instrument, not a model); cpus {os.cpu_count()}, load {load:.1f}"
     )
     print(
-        f"{'server':<12} {'client':<30} {'requests':>8} {'seconds':>8} {'req/s':>8} {'ms/req':>7}"
+        markdown_table(
+            ("server", "client", "requests", "seconds", "req/s", "ms/req"),
+            (
+                (where, how, n, f"{dt:.2f}", f"{n / dt:.0f}", f"{1000 * dt / n:.2f}")
+                for where, how, n, dt in rows
+            ),
+        )
     )
-    for where, how, n, dt in rows:
-        print(f"{where:<12} {how:<30} {n:>8} {dt:>8.2f} {n / dt:>8.0f} {1000 * dt / n:>7.2f}")
+    print(command_line())
 
 
 if __name__ == "__main__":
