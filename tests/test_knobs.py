@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from poisson_tasks.arms import KNOBS, SHIPPED_KNOBS, ArmSpec, all_arms, parse_arm_id
+from poisson_tasks.arms import (
+    KNOBS,
+    SHIPPED_KNOBS,
+    ArmSpec,
+    all_arms,
+    knob_status,
+    parse_arm_id,
+)
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.cli import app
 from poisson_tasks.domain.engine import apply, initial_state, line_status
@@ -23,8 +32,8 @@ from poisson_tasks.generator.faults import failed_exchanges, failed_messages
 from poisson_tasks.generator.scenario import READ_NAMES, draw_scenario
 from poisson_tasks.generator.similarity import lookalike_numbers
 from poisson_tasks.generator.tools import block_tokens, stage_tool, stage_tool_name
+from poisson_tasks.probe import published
 from poisson_tasks.probe.figures import ProbeCell
-from poisson_tasks.probe.published import knob_status
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.transcript import history_tokens
 from poisson_tasks.verifier import verify
@@ -578,6 +587,37 @@ def test_knob_status_is_the_published_table() -> None:
     assert all(r.shipped == (r.knob in SHIPPED_KNOBS) for r in status.rows)
     assert status.row("faults").control_arm == "faults:f0+len(f4)"  # type: ignore[union-attr]
     assert status.row("history").top_arm == "history:t2400"  # type: ignore[union-attr]
+
+
+def test_knob_status_is_at_the_specs_path_in_a_fresh_process() -> None:
+    """knobs-and-arms.md names poisson_tasks.arms.knob_status(); issue 22 names this very line."""
+    script = (
+        "from poisson_tasks.arms import knob_status; from poisson_tasks.calibration import run_arm\n"
+        "print(len(knob_status().rows))\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["7"]
+
+
+def test_the_published_figures_import_no_arms() -> None:
+    """probe.published sits below arms (one definition of the table, in arms, and no cycle)."""
+    script = (
+        "import sys\nimport poisson_tasks.probe.published\n"
+        "print('poisson_tasks.arms' in sys.modules)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["False"]
+    assert not hasattr(published, "knob_status")
+
+
+def test_a_published_row_for_an_unknown_knob_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    cells = {**published.CELLS, "depthh": published.CELLS["faults"]}
+    monkeypatch.setattr(published, "CELLS", cells)
+    with pytest.raises(ArmError, match=r"'depthh', which is not a knob of this build; valid knobs"):
+        knob_status()
 
 
 def _bites(knob: str, c: ProbeCell) -> bool:

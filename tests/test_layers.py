@@ -55,6 +55,7 @@ def test_contract_is_kept_and_names_every_module(tree: Path) -> None:
         ("generator/draft.py", "from poisson_tasks.pins import measure_pins"),
         ("prereg.py", "from poisson_tasks.calibration import stats"),
         ("probe/figures.py", "from poisson_tasks.probe import table"),
+        ("probe/published.py", "from poisson_tasks import arms"),
         ("probe/rules.py", "from poisson_tasks.probe import run"),
     ],
 )

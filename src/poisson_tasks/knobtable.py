@@ -1,14 +1,22 @@
 """The `poisson-tasks knobs` table: each knob's levels, control, shipped status and probe figures.
 
-Probe figures come from probe.published.knob_status() and are always printed with its provenance: measured
-once by the design's authors on another build, never on this one.
+Probe figures come from arms.knob_status() and are always printed with its provenance: measured once
+by the design's authors on another build, never on this one.
 """
 
 from __future__ import annotations
 
-from poisson_tasks.arms import KNOB_DEFS, KNOBS, ArmSpec, Knob, KnobDef, arm_id, levels
+from poisson_tasks.arms import (
+    KNOB_DEFS,
+    KNOBS,
+    ArmSpec,
+    Knob,
+    KnobDef,
+    arm_id,
+    knob_status,
+    levels,
+)
 from poisson_tasks.errors import ArmError
-from poisson_tasks.probe.published import knob_status
 
 _NOT_SHIPPED = "no (Available \u00b7 retested in v2; its arms work all the same)"
 

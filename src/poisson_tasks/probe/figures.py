@@ -1,9 +1,11 @@
 """The knob probe's figures and its result: a cell per knob and model, a row per knob, the
 differences behind them, and the probe's whole outcome as probe.json holds it.
 
-Only data types, importing only arms: the knobs table (knobtable.py) and the published figures
-(probe.published) read them from low in the layers, probe.table fills them from records. Outside
-the generator hash: changing one changes no task id and makes no card stale.
+Only data types, importing nothing of the package, so they sit below arms: arms.knob_status()
+fills them from the published figures (probe.published) and the knob definitions, and
+probe.table from records. A row names its knob by its name; where a row is built, the name is
+checked against arms (arms.knob_status, probe.table's parse_arm_id). Outside the generator hash:
+changing one changes no task id and makes no card stale.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-
-from poisson_tasks.arms import Knob
 
 ProbeVerdict = Literal["bites", "does not bite", "top easier", "cannot tell"]
 PROBE_MODELS: tuple[str, ...] = ("gpt-5-nano", "Qwen3-8B")
@@ -71,11 +71,14 @@ class ProbeCell(BaseModel):
 
 
 class KnobStatusRow(BaseModel):
-    """One probed knob: whether it shipped, the arms the probe ran, and one cell per model."""
+    """One probed knob: whether it shipped, the arms the probe ran, and one cell per model.
+
+    knob is an arms knob name, checked where the row is built (this module imports no arms).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    knob: Knob
+    knob: str
     shipped: bool
     base_arm: str
     top_arm: str
@@ -120,7 +123,7 @@ class KnobStatus(BaseModel):
         )
 
     @property
-    def shipped(self) -> tuple[Knob, ...]:
+    def shipped(self) -> tuple[str, ...]:
         return tuple(r.knob for r in self.rows if r.shipped)
 
     def row(self, knob: str) -> KnobStatusRow | None:

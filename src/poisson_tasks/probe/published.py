@@ -1,30 +1,27 @@
 """The knob probe as published: what the design's authors measured once, on another build.
 
-knob_status() is the table of knobs-and-arms.md, with its provenance and its three disclosures;
-`poisson-tasks knobs` prints it. Outside the generator hash (hashes._generator_files does not list
-this file): rewording a disclosure or correcting a figure here changes no task id and makes no
-card stale.
+Only the figures and their words: each probed knob's cells (by knob name, in the published order),
+the provenance, the rule and the three disclosures. arms.knob_status() joins them to the knob
+definitions into the table of knobs-and-arms.md, and `poisson-tasks knobs` prints it; this module
+imports no arms, so it sits below arms in the layers. Outside the generator hash
+(hashes._generator_files does not list this file): rewording a disclosure or correcting a figure
+here changes no task id and makes no card stale.
 """
 
 from __future__ import annotations
 
-from poisson_tasks.arms import KNOB_DEFS, Knob
-from poisson_tasks.probe.figures import (
-    PROBE_MODELS,
-    KnobStatus,
-    KnobStatusRow,
-    ProbeCell,
-    ProbeFigure,
-)
+from collections.abc import Mapping
 
-_PROVENANCE = (
+from poisson_tasks.probe.figures import PROBE_MODELS, ProbeCell, ProbeFigure
+
+PROVENANCE = (
     "Measured once by the design's authors, on gpt-5-nano and Qwen3-8B, on another (earlier) "
     "build of the generator, not on this one: 60 tasks x 2 attempts per arm, strict pass@1, "
     "each knob's lowest and highest level and its control arm where it has one, with "
     "task-clustered 95% intervals. These figures describe that build and those two models once; "
     "they are not a measurement of this build."
 )
-_RULE = (
+RULE = (
     "A knob bites on a model when the interval excludes zero and the drop is at least 0.15; "
     "faults, block and arguments need the same drop from their control arm to the top, and "
     "shape counts either direction, as long as its length control differs from the base by "
@@ -33,7 +30,7 @@ _RULE = (
     "above 0.85. A knob ships when it bites on at least one model and is easier at the top on "
     "neither."
 )
-_DISCLOSURES = (
+DISCLOSURES: tuple[str, str, str] = (
     "Phase 1's check changed after its first result (gpt-5-nano). As registered, phase 1 "
     "stopped the probe if any base-arm episode made no tool call, and gpt-5-nano's first "
     "phase 1 stopped on 1 of 21 (the model asked for the record id in plain text; nothing on "
@@ -58,110 +55,80 @@ def _f(value: float, low: float, high: float) -> ProbeFigure:
     return ProbeFigure(value=value, low=low, high=high)
 
 
-def _row(knob: Knob, nano: ProbeCell, qwen: ProbeCell) -> KnobStatusRow:
-    definition = KNOB_DEFS[knob]
-    return KnobStatusRow(
-        knob=knob,
-        shipped=definition.shipped,
-        base_arm=f"{knob}:{definition.prefix}{definition.levels[0]}",
-        top_arm=f"{knob}:{definition.prefix}{definition.levels[-1]}",
-        control_arm=definition.controls[0] if definition.controls else None,
-        cells=(nano, qwen),
-    )
+_NANO, _QWEN = PROBE_MODELS
 
-
-def knob_status() -> KnobStatus:
-    """The knob-probe table of knobs-and-arms.md: seven knobs x two models, with provenance.
-
-    Depth and distractor are the published cards' knobs and were not part of the probe, so they
-    have no row (row() returns None). Figures are as published, measured on another build.
-    """
-    nano, qwen = PROBE_MODELS
-    rows = (
-        _row(
-            "similarity",
-            ProbeCell(model=nano, verdict="does not bite", delta=_f(-0.050, -0.150, 0.042)),
-            ProbeCell(model=qwen, verdict="does not bite", delta=_f(0.000, 0.000, 0.000)),
+# Each probed knob's cells, one per model of PROBE_MODELS, in the published order; knobs the
+# probe did not measure (depth, distractor: the published cards' knobs) have none.
+CELLS: Mapping[str, tuple[ProbeCell, ...]] = {
+    "similarity": (
+        ProbeCell(model=_NANO, verdict="does not bite", delta=_f(-0.050, -0.150, 0.042)),
+        ProbeCell(model=_QWEN, verdict="does not bite", delta=_f(0.000, 0.000, 0.000)),
+    ),
+    "faults": (
+        ProbeCell(
+            model=_NANO,
+            verdict="does not bite",
+            delta=_f(0.400, 0.300, 0.500),
+            control=_f(0.142, 0.033, 0.250),
         ),
-        _row(
-            "faults",
-            ProbeCell(
-                model=nano,
-                verdict="does not bite",
-                delta=_f(0.400, 0.300, 0.500),
-                control=_f(0.142, 0.033, 0.250),
-            ),
-            ProbeCell(
-                model=qwen,
-                verdict="bites",
-                delta=_f(0.825, 0.742, 0.900),
-                control=_f(0.308, 0.150, 0.458),
-            ),
+        ProbeCell(
+            model=_QWEN,
+            verdict="bites",
+            delta=_f(0.825, 0.742, 0.900),
+            control=_f(0.308, 0.150, 0.458),
         ),
-        _row(
-            "history",
-            ProbeCell(model=nano, verdict="bites", delta=_f(0.683, 0.608, 0.750)),
-            ProbeCell(model=qwen, verdict="bites", delta=_f(0.308, 0.217, 0.417)),
+    ),
+    "history": (
+        ProbeCell(model=_NANO, verdict="bites", delta=_f(0.683, 0.608, 0.750)),
+        ProbeCell(model=_QWEN, verdict="bites", delta=_f(0.308, 0.217, 0.417)),
+    ),
+    "block": (
+        ProbeCell(
+            model=_NANO,
+            verdict="does not bite",
+            delta=_f(-0.067, -0.142, 0.000),
+            control=_f(-0.008, -0.058, 0.042),
         ),
-        _row(
-            "block",
-            ProbeCell(
-                model=nano,
-                verdict="does not bite",
-                delta=_f(-0.067, -0.142, 0.000),
-                control=_f(-0.008, -0.058, 0.042),
-            ),
-            ProbeCell(
-                model=qwen,
-                verdict="does not bite",
-                delta=_f(0.000, 0.000, 0.000),
-                control=_f(0.000, 0.000, 0.000),
-            ),
+        ProbeCell(
+            model=_QWEN,
+            verdict="does not bite",
+            delta=_f(0.000, 0.000, 0.000),
+            control=_f(0.000, 0.000, 0.000),
         ),
-        _row(
-            "arguments",
-            ProbeCell(
-                model=nano,
-                verdict="does not bite",
-                delta=_f(0.092, 0.000, 0.183),
-                control=_f(0.000, -0.108, 0.100),
-            ),
-            ProbeCell(
-                model=qwen,
-                verdict="does not bite",
-                delta=_f(0.150, 0.067, 0.242),
-                control=_f(0.100, 0.017, 0.183),
-            ),
+    ),
+    "arguments": (
+        ProbeCell(
+            model=_NANO,
+            verdict="does not bite",
+            delta=_f(0.092, 0.000, 0.183),
+            control=_f(0.000, -0.108, 0.100),
         ),
-        _row(
-            "shape",
-            ProbeCell(
-                model=nano,
-                verdict="does not bite",
-                delta=_f(-0.300, -0.425, -0.175),
-                length_control=_f(0.158, 0.058, 0.258),
-            ),
-            ProbeCell(
-                model=qwen,
-                verdict="bites",
-                delta=_f(0.358, 0.233, 0.483),
-                length_control=_f(0.000, -0.033, 0.033),
-                note="shape:w4 harder",
-            ),
+        ProbeCell(
+            model=_QWEN,
+            verdict="does not bite",
+            delta=_f(0.150, 0.067, 0.242),
+            control=_f(0.100, 0.017, 0.183),
         ),
-        _row(
-            "spread",
-            ProbeCell(model=nano, verdict="top easier", delta=_f(-0.250, -0.358, -0.142)),
-            ProbeCell(
-                model=qwen, verdict="cannot tell", delta=_f(0.008, 0.000, 0.033), base_pass=0.008
-            ),
+    ),
+    "shape": (
+        ProbeCell(
+            model=_NANO,
+            verdict="does not bite",
+            delta=_f(-0.300, -0.425, -0.175),
+            length_control=_f(0.158, 0.058, 0.258),
         ),
-    )
-    return KnobStatus(
-        rows=rows,
-        provenance=_PROVENANCE,
-        rule=_RULE,
-        disclosure_phase1_check=_DISCLOSURES[0],
-        disclosure_crash_and_rerun=_DISCLOSURES[1],
-        disclosure_more_time=_DISCLOSURES[2],
-    )
+        ProbeCell(
+            model=_QWEN,
+            verdict="bites",
+            delta=_f(0.358, 0.233, 0.483),
+            length_control=_f(0.000, -0.033, 0.033),
+            note="shape:w4 harder",
+        ),
+    ),
+    "spread": (
+        ProbeCell(model=_NANO, verdict="top easier", delta=_f(-0.250, -0.358, -0.142)),
+        ProbeCell(
+            model=_QWEN, verdict="cannot tell", delta=_f(0.008, 0.000, 0.033), base_pass=0.008
+        ),
+    ),
+}
