@@ -92,10 +92,25 @@ def test_a_server_without_usage_has_nothing_to_set_beside(tmp_path: Path) -> Non
     assert "the server reported no usage on any first request" in render_document(artifact)
 
 
-def test_records_written_before_the_counts_read_not_recorded() -> None:
-    artifact = rebuild_published("reference-noisy")
+def test_records_written_before_the_counts_read_not_recorded(tmp_path: Path) -> None:
+    # a run folder whose lines were written before the runner recorded the counts: the same
+    # lines less the two usage fields (the published records carry them since their re-run)
+    run = _run(tmp_path)
+    episodes = run / "episodes.jsonl"
+    older = []
+    for raw in episodes.read_text().splitlines():
+        line = json.loads(raw)
+        del line["usage"]["first_request_tokens"], line["usage"]["first_request_pinned_tokens"]
+        older.append(json.dumps(line))
+    episodes.write_text("\n".join(older) + "\n")
+    artifact = card_from_run(run)
     assert artifact.first_request is not None and artifact.first_request.status == "not_recorded"
     assert "episode lines predate the first-request counts" in render_document(artifact)
+
+
+def test_the_published_records_carry_the_counts() -> None:
+    artifact = rebuild_published("reference-noisy")
+    assert artifact.first_request is not None and artifact.first_request.status == "measured"
 
 
 def test_the_pinned_count_is_the_reference_endpoints_own_prompt_count() -> None:
