@@ -8,6 +8,7 @@ baseline's episodes, never a model's.
 from __future__ import annotations
 
 import base64
+import gc
 import hashlib
 import html
 import json
@@ -24,6 +25,7 @@ import pytest
 from typer.testing import CliRunner
 from view_runs import small_run
 
+import poisson_tasks.view
 from poisson_tasks.calibration import card_from_run
 from poisson_tasks.cli import app
 from poisson_tasks.generator import generate
@@ -91,6 +93,30 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def small_page(small: Path) -> bytes:
     return build_view(small)[1]
+
+
+def test_the_pass_leaves_the_cycle_collector_as_it_found_it(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the view pauses automatic collection during its pass and freezes what it made (a third
+    # of the write's time): on, it is on again after; off (a caller's choice), it stays off
+    assert gc.isenabled()
+    seen: list[bool] = []
+    original = poisson_tasks.view.collect
+
+    def watching(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(poisson_tasks.view, "collect", watching)
+    gc.unfreeze()
+    page = build_view(small)[1]
+    assert gc.isenabled() and seen == [False] and gc.get_freeze_count() > 0
+    gc.disable()
+    try:
+        assert build_view(small)[1] == page and not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_the_page_is_self_contained(small_page: bytes) -> None:

@@ -7,6 +7,9 @@ no other file. See docs/view.md.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,11 +32,33 @@ class ViewReport:
     task_problems: list[str]
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Run the pass without the cycle collector, then leave what it made to reference counting.
+
+    The pass keeps every episode line it parses, and parsed JSON holds no reference cycle: the
+    collector's passes over that growing heap find nothing, yet cost about a third of the write
+    (benchmarks/RESULTS.md, view report), and the first one after re-enabling would scan it all
+    once more. So collection is paused during the pass and the heap is then frozen (gc.freeze:
+    the collector ignores those objects; reference counting still frees them). Collection is on
+    again after, if it was on before.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
 def build_view(target: Path | None = None, published: str | None = None) -> tuple[Collected, bytes]:
     """The report's contents and its bytes, for a run folder or a published card's name."""
     folder, title = resolve_target(target, published)
-    collected = collect(folder, title, published=published is not None)
-    return collected, render_page(collected)
+    with _no_cycle_collection():
+        collected = collect(folder, title, published=published is not None)
+        return collected, render_page(collected)
 
 
 def write_view(out: Path, target: Path | None = None, published: str | None = None) -> ViewReport:

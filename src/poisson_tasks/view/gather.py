@@ -137,25 +137,29 @@ def collect(folder: Path, title: str, *, published: bool = False) -> Collected:
         artifact = card_from_run(folder, published=facts, observe=keep)
     except CardRefusal as exc:
         refusal = str(exc)
+    # What needs no task is done while the tasks are still being regenerated: the card as card.md
+    # shows it, through the same scrubber, and the episodes in seed order.
+    shown: Artifact | None = None
+    card_md: str | None = None
+    if artifact is not None:
+        shown = Artifact.model_validate(scrubbed(artifact.model_dump(mode="json"), secret))
+        card_md = scrubbed(render_document(artifact), secret)
+    if refusal is not None:
+        refusal = scrubbed(refusal, secret)
+    order = {seed: index for index, seed in enumerate(seeds)}
+    for rows in episodes.values():
+        rows.sort(key=lambda row: (order.get(row["seed"], len(order)), row["attempt"], row["line"]))
     out = Collected(
         title=title,
         folder=folder,
         header=header,
-        artifact=None,
-        card_md=None,
+        artifact=shown,
+        card_md=card_md,
         refusal=refusal,
         episodes=episodes,
         tasks=tasks(),
         secret=secret,
     )
-    if artifact is not None:  # the card as card.md shows it, through the same scrubber
-        out.artifact = Artifact.model_validate(out.scrub(artifact.model_dump(mode="json")))
-        out.card_md = out.scrub(render_document(artifact))
-    if refusal is not None:
-        out.refusal = out.scrub(refusal)
-    order = {seed: index for index, seed in enumerate(seeds)}
-    for rows in episodes.values():
-        rows.sort(key=lambda row: (order.get(row["seed"], len(order)), row["attempt"], row["line"]))
     _check(out)
     return out
 
