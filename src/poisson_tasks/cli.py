@@ -642,15 +642,20 @@ def probe(
         raise typer.Exit(3)
 
 
-def _stopped_line(signum: int) -> str:
-    """The one line a stop outside a run's own handling prints (a hint only where it works)."""
+def _say_stopped(signum: int) -> None:
+    """The one line a stop outside a run's own handling prints (a hint only where it works).
+
+    The stop may have cut an import short, and importing again after that can fail; so with
+    nothing written this imports nothing. A folder is only listed once its verb has imported the
+    runner, prereg and credentials whole, so the hint's imports are loaded already."""
+    name = stopping.signal_name(signum)
+    written = [folder for folder in _writing if (folder / "run.json").is_file()]
+    if not written:
+        typer.echo(f"error: stopped by {name}; nothing was written", err=True)
+        return
     from poisson_tasks.runner.folder import resume_hint
 
-    name = stopping.signal_name(signum)
-    for folder in _writing:
-        if (folder / "run.json").is_file():
-            return f"stopped by {name}; continue with {resume_hint(folder)}"
-    return f"stopped by {name}; nothing was written"
+    _say("error", f"stopped by {name}; continue with {resume_hint(written[0])}")
 
 
 def run_cli(argv: list[str] | None = None) -> int:
@@ -691,7 +696,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         rv == 130 and not _reported
     ):  # typer turns KeyboardInterrupt (and our Terminated) into exit 130, silently
         signum = stopping.received() or signal.SIGINT
-        _say("error", _stopped_line(signum))
+        _say_stopped(signum)
         return 128 + signum
     return rv if isinstance(rv, int) else 0
 

@@ -10,6 +10,7 @@ a grace period, then the header written with the stop) and puts these back after
 
 from __future__ import annotations
 
+import os
 import signal
 from types import FrameType
 
@@ -20,7 +21,16 @@ __all__ = ["install", "received", "signal_name"]
 _received: list[int] = []
 
 
+# Python prints and drops an exception raised in the import system's module-lock callback (it
+# runs as a weakref callback); a stop landing there would be lost, so it is sent again and
+# handled once that callback has returned.
+_DROPPING = ("<frozen importlib._bootstrap>", "cb")
+
+
 def _handler(signum: int, frame: FrameType | None) -> None:
+    if frame is not None and (frame.f_code.co_filename, frame.f_code.co_name) == _DROPPING:
+        os.kill(os.getpid(), signum)
+        return
     _received.append(signum)
     if signum == signal.SIGTERM:
         raise Terminated
