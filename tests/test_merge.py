@@ -32,6 +32,7 @@ from poisson_tasks.runner import run_preregistration
 from poisson_tasks.runner.folder import LOCK
 from poisson_tasks.runner.merge import merge_shards
 from poisson_tasks.runner.shard import Shard
+from poisson_tasks.view import write_view
 
 CLI = [sys.executable, "-m", "poisson_tasks.cli"]
 N = 4
@@ -117,6 +118,13 @@ def test_four_shards_merge_into_the_card_one_machine_makes(study: dict[str, Any]
     card = render_document(merged)
     assert "- shards: 4, merged" in card
     assert "episodes in flight at once in each of 4 shards" in card
+
+
+def test_a_merged_folder_is_viewed_like_any_run_folder(study: dict[str, Any]) -> None:
+    out = study["root"] / "merged-view"
+    merge_shards(study["shards"], out)
+    report = write_view(study["root"] / "merged.html", out)
+    assert report.episodes == 24 and report.refusal is None and not report.task_problems
 
 
 def test_a_merged_folder_is_not_resumed(study: dict[str, Any]) -> None:
