@@ -79,6 +79,7 @@ BAD_URLS = [
     ("http://[zz]:80/v1", "is not a valid [IPv6] address"),
     ("http://127.0.0.1:8000/v1\r\nX-Injected: 1", "control character"),
     ("http://", "has no host"),
+    ("http://127.0.0.1:0\u00b9/v1", "the port is not a number"),  # the fuzz's: '¹'.isdigit()
 ]
 
 

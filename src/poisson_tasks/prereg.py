@@ -615,7 +615,9 @@ def url_form_problems(url: str, where: str = "model.base_url") -> list[str]:
                 "IPv6 address in brackets: http://[::1]:8000/v1)"
             ]
     if has_port:
-        if not port_text.isdigit() or (bracketed and not netloc.partition("]")[2].startswith(":")):
+        if not (port_text.isascii() and port_text.isdigit()) or (
+            bracketed and not netloc.partition("]")[2].startswith(":")
+        ):
             return [f"{where}: the port is not a number; give one from 1 to 65535, or none"]
         if len(port_text) > 5 or not 1 <= int(port_text) <= 65535:
             shown = f" {port_text}" if len(port_text) <= 6 else ""
