@@ -142,18 +142,24 @@ def _section(doc: str) -> str:
     return doc[start : doc.index("\n## ", start + 1)]
 
 
-def test_a_seeded_policy_replays_identical_and_the_card_says_so(
-    tmp_path: Path, server: ReferenceServer
-) -> None:
+def _policy_run(tmp_path: Path, server: ReferenceServer, policy: str) -> Path:
+    """A finished 3-task, 2-attempt run of `policy` with the replays' mistake rates."""
     path = prereg(
         tmp_path,
-        model="noisy?p_wrong_tool=0.3&p_early_stop=0&p_overshoot=0.3",
+        model=f"{policy}?p_wrong_tool=0.3&p_early_stop=0&p_overshoot=0.3",
         base_url=server.base_url,
         tasks=3,
         attempts=2,
     )
     run = tmp_path / "run"
     run_preregistration(path, run, show_progress=False)
+    return run
+
+
+def test_a_seeded_policy_replays_identical_and_the_card_says_so(
+    tmp_path: Path, server: ReferenceServer
+) -> None:
+    run = _policy_run(tmp_path, server, "noisy")
     before = card_from_run(run)
     assert before.reproducibility is None
     assert NOT_REPLAYED in render_document(before)
@@ -184,15 +190,7 @@ def test_a_seeded_policy_replays_identical_and_the_card_says_so(
 def test_the_seed_ignoring_policy_replays_below_100_percent(
     tmp_path: Path, server: ReferenceServer
 ) -> None:
-    path = prereg(
-        tmp_path,
-        model="seed-ignoring?p_wrong_tool=0.3&p_early_stop=0&p_overshoot=0.3",
-        base_url=server.base_url,
-        tasks=3,
-        attempts=2,
-    )
-    run = tmp_path / "run"
-    run_preregistration(path, run, show_progress=False)
+    run = _policy_run(tmp_path, server, "seed-ignoring")
     replay_run(run, 12, show_progress=False)
     rep = card_from_run(run).reproducibility
     assert rep is not None and rep.replayed == 12
