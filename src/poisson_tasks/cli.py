@@ -658,6 +658,12 @@ def _say_stopped(signum: int) -> None:
     _say("error", f"stopped by {name}; continue with {resume_hint(written[0])}")
 
 
+# The click command tree typer builds from `app`, built once per process: typer builds it again on
+# every `app(...)` call (about 40 ms, reading every verb's annotations), which a caller that runs
+# the command line many times in one process (tests, a notebook) pays on each call.
+_command = functools.cache(functools.partial(typer.main.get_command, app))
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """Run the command line on argv; returns the exit status. A usage error (an unknown verb or
     flag, a value of the wrong type) is one line and "try --help", exit 2; Ctrl-C or SIGTERM is
@@ -665,7 +671,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     _writing.clear()
     _reported.clear()
     try:
-        rv = app(args=argv, prog_name=PROG, standalone_mode=False)
+        rv = _command().main(args=argv, prog_name=PROG, standalone_mode=False)
     except typer.Abort:
         rv = 130
     except TyperException as exc:
