@@ -79,7 +79,7 @@ def test_import_and_help_load_no_layer_below_the_cli() -> None:
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout.split()
-    # stopping: the signal handlers (signal and errors only), needed before anything heavy;
+    # stopping: the signal handlers (standard library and errors only), needed before anything heavy;
     # local.defaults: serve-local's defaults and template names for its --help (standard library)
     assert out == [
         "poisson_tasks",

@@ -642,20 +642,21 @@ def probe(
         raise typer.Exit(3)
 
 
-def _say_stopped(signum: int) -> None:
+def _stop_line(signum: int) -> str:
     """The one line a stop outside a run's own handling prints (a hint only where it works).
 
-    The stop may have cut an import short, and importing again after that can fail; so with
-    nothing written this imports nothing. A folder is only listed once its verb has imported the
-    runner, prereg and credentials whole, so the hint's imports are loaded already."""
+    stopping's handler calls this wherever the stop lands, even inside an import; so with nothing
+    written this imports nothing. A folder is only listed once its verb has imported the runner,
+    prereg and credentials whole, so the hint's imports are loaded already."""
     name = stopping.signal_name(signum)
     written = [folder for folder in _writing if (folder / "run.json").is_file()]
     if not written:
-        typer.echo(f"error: stopped by {name}; nothing was written", err=True)
-        return
+        return f"error: stopped by {name}; nothing was written"
+    from poisson_tasks.credentials import masked
     from poisson_tasks.runner.folder import resume_hint
 
-    _say("error", f"stopped by {name}; continue with {resume_hint(written[0])}")
+    hint = escape_controls(masked(f"stopped by {name}; continue with {resume_hint(written[0])}"))
+    return f"error: {hint}"
 
 
 # The click command tree typer builds from `app`, built once per process: typer builds it again on
@@ -683,7 +684,7 @@ def run_cli(argv: list[str] | None = None) -> int:
         where = ctx.command_path if ctx is not None else PROG
         _say("error", f"{message} (try `{where} --help`)")
         return code
-    except KeyboardInterrupt:  # a stop between typer's own handling and ours
+    except KeyboardInterrupt:  # Ctrl-C where Python's default handler raises (run_cli in-process)
         rv = 130
     except PoissonError as exc:
         _say("error", str(exc))
@@ -698,17 +699,14 @@ def run_cli(argv: list[str] | None = None) -> int:
             "input; please report it with the command (POISSON_DEBUG=1 prints the traceback)",
         )
         return INTERNAL_ERROR
-    if (
-        rv == 130 and not _reported
-    ):  # typer turns KeyboardInterrupt (and our Terminated) into exit 130, silently
-        signum = stopping.received() or signal.SIGINT
-        _say_stopped(signum)
-        return 128 + signum
+    if rv == 130 and not _reported:  # typer turns KeyboardInterrupt into exit 130, silently
+        typer.echo(_stop_line(signal.SIGINT), err=True)
+        return 128 + signal.SIGINT
     return rv if isinstance(rv, int) else 0
 
 
 def main() -> None:
-    stopping.install()
+    stopping.install(_stop_line)
     sys.exit(run_cli())
 
 

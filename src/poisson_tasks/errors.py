@@ -200,9 +200,5 @@ class OutputError(PoissonError):
     """A file that cannot be written: a full disk, a read-only folder, a directory in the way."""
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, outside a run's own handling."""
-
-
 class LocalServeError(PoissonError):
     """serve-local cannot start: no model file, a refused chat template, a server that fails."""

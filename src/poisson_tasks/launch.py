@@ -8,25 +8,10 @@ this module is starting the program: only the console script and `python -m pois
 
 from __future__ import annotations
 
-import signal
-import sys
-
 from poisson_tasks import stopping
 
-
-def _stopped_while_starting() -> None:
-    signum = stopping.received() or signal.SIGINT
-    sys.stderr.write(
-        f"error: stopped by {stopping.signal_name(signum)} while starting; nothing was written\n"
-    )
-    sys.exit(128 + signum)
-
-
 stopping.install()
-try:
-    from poisson_tasks.cli import main as cli_main  # the slow part of start-up, after the handlers
-except KeyboardInterrupt:
-    _stopped_while_starting()
+from poisson_tasks.cli import main as cli_main  # noqa: E402  (the slow part, after the handlers)
 
 
 def main() -> None:

@@ -1,55 +1,63 @@
 """Ctrl-C and SIGTERM outside a run's own handling: one line, never a traceback.
 
-`install()` runs first thing in the console entry point (poisson_tasks.launch), before the
-command line and its dependencies are imported, so a stop while the program is still loading is
-handled too. SIGINT raises KeyboardInterrupt and SIGTERM raises Terminated (a KeyboardInterrupt),
-so every `except KeyboardInterrupt` treats them alike; `received()` says which came, for the exit
-status (128 + the signal's number). A run installs its own handlers for its life (runner/run.py:
-a grace period, then the header written with the stop) and puts these back after.
+Outside a run a stop ends the process at once: the handler writes one line to stderr and leaves
+with os._exit(128 + the signal's number), unwinding nothing. Nothing needs unwinding: every file
+the program writes is written whole (files.atomic_write) or appended whole (a run folder survives
+kill -9 by design), so this is as safe as being killed, and says why. Raising KeyboardInterrupt
+instead is unsafe wherever the stop happens to land: inside an import (a module left half-made; an
+extension interrupted in its initialisation crashed the process), inside a __del__ or a weakref
+callback (Python prints the exception, drops it and goes on), inside a library that calls back
+into Python (pydantic's serializer turned it into an internal error). A run installs its own
+handlers for its life (runner/run.py: a grace period, then the header written with the stop) and
+puts these back after.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
+from collections.abc import Callable
 from types import FrameType
 
-from poisson_tasks.errors import Terminated
+from poisson_tasks.errors import escape_controls
 
-__all__ = ["install", "received", "signal_name"]
-
-_received: list[int] = []
+__all__ = ["install", "signal_name", "starting_line"]
 
 
-# Python prints and drops an exception raised in the import system's module-lock callback (it
-# runs as a weakref callback); a stop landing there would be lost, so it is sent again and
-# handled once that callback has returned.
-_DROPPING = ("<frozen importlib._bootstrap>", "cb")
+def signal_name(signum: int) -> str:
+    return signal.Signals(signum).name
+
+
+def starting_line(signum: int) -> str:
+    """The line a stop prints before the command line can say more."""
+    return f"error: stopped by {signal_name(signum)} while starting; nothing was written"
+
+
+_line: list[Callable[[int], str]] = [starting_line]
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    if frame is not None and (frame.f_code.co_filename, frame.f_code.co_name) == _DROPPING:
-        os.kill(os.getpid(), signum)
-        return
-    _received.append(signum)
-    if signum == signal.SIGTERM:
-        raise Terminated
-    raise KeyboardInterrupt
+    try:
+        line = _line[-1](signum)
+    except Exception:  # the line is a courtesy; the stop is not
+        line = f"error: stopped by {signal_name(signum)}"
+    for stream in (sys.stdout, sys.stderr):  # what was printed before the stop still shows
+        try:
+            stream.flush()
+        except Exception:  # a stop in the middle of a write: that stream's rest is lost
+            continue
+    os.write(2, (escape_controls(line) + "\n").encode())
+    os._exit(128 + signum)
 
 
-def install() -> None:
-    """Route SIGINT and SIGTERM to _handler (main thread only; elsewhere a no-op)."""
+def install(line: Callable[[int], str] | None = None) -> None:
+    """Route SIGINT and SIGTERM to _handler (main thread only; elsewhere a no-op). `line(signum)`
+    is the one line a stop prints from now on (starting_line until the command line sets its own)."""
     try:
         signal.signal(signal.SIGINT, _handler)
         signal.signal(signal.SIGTERM, _handler)
     except ValueError:  # not the main thread
         return
-
-
-def received() -> int | None:
-    """The last signal _handler saw, or None."""
-    return _received[-1] if _received else None
-
-
-def signal_name(signum: int) -> str:
-    return signal.Signals(signum).name
+    if line is not None:
+        _line[:] = [line]
