@@ -20,26 +20,24 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
-from poisson_tasks.errors import escape_controls
-
-__all__ = ["install", "signal_name", "starting_line"]
+__all__ = ["install", "signal_name"]
 
 
 def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
-def starting_line(signum: int) -> str:
+def _starting_line(signum: int) -> str:
     """The line a stop prints before the command line can say more."""
     return f"error: stopped by {signal_name(signum)} while starting; nothing was written"
 
 
-_line: list[Callable[[int], str]] = [starting_line]
+_line: list[Callable[[int], str]] = [_starting_line]  # one: the line now
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
     try:
-        line = _line[-1](signum)
+        line = _line[0](signum)
     except Exception:  # the line is a courtesy; the stop is not
         line = f"error: stopped by {signal_name(signum)}"
     for stream in (sys.stdout, sys.stderr):  # what was printed before the stop still shows
@@ -47,13 +45,14 @@ def _handler(signum: int, frame: FrameType | None) -> None:
             stream.flush()
         except Exception:  # a stop in the middle of a write: that stream's rest is lost
             continue
-    os.write(2, (escape_controls(line) + "\n").encode())
+    os.write(2, (line + "\n").encode())
     os._exit(128 + signum)
 
 
 def install(line: Callable[[int], str] | None = None) -> None:
     """Route SIGINT and SIGTERM to _handler (main thread only; elsewhere a no-op). `line(signum)`
-    is the one line a stop prints from now on (starting_line until the command line sets its own)."""
+    is the one line a stop prints from now on, control characters already escaped (the default
+    says the program was still starting)."""
     try:
         signal.signal(signal.SIGINT, _handler)
         signal.signal(signal.SIGTERM, _handler)
