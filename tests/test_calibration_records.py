@@ -51,6 +51,17 @@ def test_record_fields_follow_the_outcome(tmp_path: Path) -> None:
     )
 
 
+def test_an_overshoot_short_of_another_goal_is_not_counted_as_overshoot(tmp_path: Path) -> None:
+    """Issue 32: the card's overshoot share counts only episodes that reached every goal. A shape
+    episode labelled overshoot (one goal record past its goal) whose other goal record fell short
+    carries leaky_pass false, and is neither a leaky pass nor an overshoot on the card."""
+    short = line("shape:w2", 0, 1, "overshoot").model_copy(update={"leaky_pass": False})
+    lines = [line("shape:w2", 0, 0, "overshoot"), short]
+    write_run(tmp_path, header(["shape:w2"], [0], 2), lines)
+    got = [(r.outcome, r.leaky_pass, r.overshoot) for r in records_from_run(tmp_path)]
+    assert got == [("overshoot", True, True), ("overshoot", False, False)]
+
+
 def test_tokens_are_prompt_plus_cached_plus_completion(tmp_path: Path) -> None:
     usages = [
         Usage(

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from poisson_tasks.bundle import ToolCall
+from poisson_tasks.domain.engine import apply, initial_state, line_status
 from poisson_tasks.generator import generate
 from poisson_tasks.verifier import OUTCOMES, FormatReport, verify
 
@@ -120,3 +121,63 @@ def test_reference_with_harmless_reads_still_passes(prefix: int, extra: list[str
     calls = [[ToolCall(name=read, arguments={"query": "q"})] for _ in extra]
     v = verify(b, [*calls[:prefix], *_ref(b), *calls[prefix:]], True, False)
     assert v.outcome == "passed"
+
+
+def _climb(bundle, record_id: str, entry_code: str, names: list[str]):  # type: ignore[no-untyped-def]
+    """Calls that carry one record up through `names`, each with the token the engine's last
+    answer gave (the payload of its 52-byte line)."""
+    state, calls, token = initial_state(bundle.engine), [], entry_code
+    for name in names:
+        call = ToolCall(name=name, arguments={"record_id": record_id, "token": token})
+        state, line = apply(bundle.engine, state, name, call.arguments)
+        assert line_status(line) == "ok", line
+        calls.append(call)
+        token = line.split()[-1]
+    return calls
+
+
+def test_one_goal_record_over_and_another_untouched_is_no_leaky_pass() -> None:
+    """shape:w2 seed 7 (issue 32): the first goal record carried from stage 0 to 3, the second never
+    touched. The strict label is overshoot (the first label of the ordered vocabulary that matches:
+    a goal record went past its goal stage), and the leaky reading fails it: not every goal record
+    reached its goal stage."""
+    b = generate("shape:w2", 7)
+    first, second = b.goal
+    assert (first.stage, second.stage) == (2, 2)
+    entry = {r.record_id: r.token for r in b.initial_state}
+    climb = _climb(
+        b,
+        first.record_id,
+        entry[first.record_id],
+        ["review_permit", "sample_permit", "measure_permit"],
+    )
+    v = verify(b, [[c] for c in climb], True, False)
+    assert v.goal_stages == [3, 0]
+    assert v.strict_label == "overshoot" and v.outcome == "overshoot"
+    assert v.leaky_pass is False and v.passed is False
+    # stopped at its goal instead: wrong_state, and no leaky pass either
+    v = verify(b, [[c] for c in climb[:2]], True, False)
+    assert v.strict_label == "wrong_state" and v.leaky_pass is False
+    # the same episode on the /leaky arm does not pass
+    lb = generate("shape:w2/leaky", 7)
+    v = verify(lb, [[c] for c in climb], True, False)
+    assert v.strict_label == "overshoot" and not v.leaky_pass and not v.passed
+
+
+def test_overshoot_with_every_goal_reached_is_a_leaky_pass() -> None:
+    """The other side of the rule: both goal records reached, one carried past it -> leaky pass."""
+    b = generate("shape:w2", 7)
+    first, second = b.goal
+    entry = {r.record_id: r.token for r in b.initial_state}
+    climb = _climb(
+        b,
+        first.record_id,
+        entry[first.record_id],
+        ["review_permit", "sample_permit", "measure_permit"],
+    )
+    climb += _climb(
+        b, second.record_id, entry[second.record_id], ["review_permit", "sample_permit"]
+    )
+    v = verify(b, [[c] for c in climb], True, False)
+    assert v.goal_stages == [3, 2]
+    assert v.strict_label == "overshoot" and v.leaky_pass

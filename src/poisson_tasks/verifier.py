@@ -32,6 +32,8 @@ OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 INSTRUMENT_OUTCOMES: frozenset[str] = frozenset(
     {"verifier_error", "replay_mismatch", "api_error", "wall_timeout"}
 )
+# The labels a leaky reading can pass; it passes one only when every goal record reached its goal
+# stage (an overshoot of one goal record with another short of its goal is no leaky pass).
 LEAKY_PASSES: frozenset[str] = frozenset({"overshoot", "collateral_mutation", "passed"})
 _UNSEEN = -1
 
@@ -183,7 +185,7 @@ def _verify(
         label = "collateral_mutation"
     else:
         label = "passed"
-    leaky = label in LEAKY_PASSES
+    leaky = reached and label in LEAKY_PASSES
     return assembled(
         EpisodeVerdict,
         {

@@ -381,7 +381,8 @@ class _Plan(PlanSlots):
             instrument=instrument,
             strict_pass=not instrument and label == "passed",
             leaky_pass=not instrument and doc["leaky_pass"],
-            overshoot=not instrument and label == "overshoot",
+            # the card's overshoot: reached every goal, then carried a record past it
+            overshoot=not instrument and label == "overshoot" and doc["leaky_pass"],
             tool_calls=doc["tool_calls"],
             model_calls=doc["model_calls"],
             min_calls=doc["min_calls"],
