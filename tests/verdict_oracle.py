@@ -92,30 +92,27 @@ def block_signatures(tools: Sequence[Mapping[str, Any]]) -> dict[str, Signature]
     return out
 
 
-def broken_clause(
-    call: ToolCall, block: Mapping[str, Signature], clause1_counts: bool
-) -> int | None:
-    """The lowest-numbered format clause this one call breaks, or None.
+def broken_clause(call: ToolCall, block: Mapping[str, Signature]) -> int | None:
+    """The format clause this one call breaks, or None, judged against the block the model saw.
 
-    Clause 1 (decision, documented by the project): arguments that did not parse as JSON are the
-    parser's rejection, checked only where the run says clause 1 counts. Clause 2: a tool outside
-    the block. Clause 3: a required argument missing. Clause 4: an argument name the schema does not
-    allow. A value of the wrong type breaks none of them (the project's decision: the engine answers
-    it and nothing moves). Arguments that did not parse cannot be read for clauses 3 and 4.
+    Clause 2: a tool outside the block. Clause 1 (the project's decision): arguments that did not
+    parse as JSON, whatever the run says of text calls. Clause 3: a required argument missing.
+    Clause 4: an argument name the schema does not allow. A value of the wrong type breaks none of
+    them (the project's decision: the engine answers it and nothing moves). The spec does not order
+    the clauses inside one call; the name is judged first, since a call's arguments are read against
+    the tool it names, then the arguments (1, then 3, then 4).
     """
-    broken: list[int] = []
-    if call.arguments is None and clause1_counts:
-        broken.append(1)
     signature = block.get(call.name)
     if signature is None:
-        broken.append(2)
-    elif call.arguments is not None:
-        names = set(call.arguments)
-        if signature.required - names:
-            broken.append(3)
-        if signature.allowed is not None and names - signature.allowed:
-            broken.append(4)
-    return min(broken) if broken else None
+        return 2
+    if call.arguments is None:
+        return 1
+    names = set(call.arguments)
+    if signature.required - names:
+        return 3
+    if signature.allowed is not None and names - signature.allowed:
+        return 4
+    return None
 
 
 def _instrument(label: str, calls: int) -> OracleVerdict:
@@ -155,20 +152,23 @@ def _judge(
     final = {(r.ledger, r.record_id): r.stage for r in state.rows}
     start = {(r.ledger, r.record_id): r.stage for r in bundle.initial_state}
     goals = {(g.ledger, g.record_id): g.stage for g in bundle.goal}
+    if any((g.ledger, g.record_id) not in final for g in bundle.goal):
+        # A goal no ledger row holds: no model could reach it, so the task, not the episode, is at
+        # fault, an instrument condition.
+        return _instrument("verifier_error", len(calls))
     goal_stages = tuple(final[(g.ledger, g.record_id)] for g in bundle.goal)
 
-    # Format: the first malformed call, in the order the calls were made, names the clause;
-    # calls the serving side left as text (clause 1) are counted only when no parsed call broke one.
-    counts1 = True if fmt is None else bool(fmt.clause1_counts)
-    unparsed = 0 if fmt is None else int(fmt.unparsed_calls)
-    block = block_signatures(bundle.tools)
-    clause: int | None = None
-    for call in calls:
-        clause = broken_clause(call, block, counts1)
-        if clause is not None:
-            break
-    if clause is None and counts1 and unparsed > 0:
-        clause = 1
+    # Format (the project's decision): calls the serving side left as text make the episode
+    # malformed with clause 1 where the run counts clause 1; otherwise the first malformed call, in
+    # the order the calls were made, names the clause.
+    text_calls = fmt is not None and fmt.clause1_counts and fmt.unparsed_calls > 0
+    clause: int | None = 1 if text_calls else None
+    if clause is None:
+        block = block_signatures(bundle.tools)
+        for call in calls:
+            clause = broken_clause(call, block)
+            if clause is not None:
+                break
 
     over = any(stage > goal.stage for stage, goal in zip(goal_stages, bundle.goal, strict=True))
     short = any(stage < goal.stage for stage, goal in zip(goal_stages, bundle.goal, strict=True))
