@@ -114,3 +114,18 @@ def test_no_replay_is_compared_on_a_verifier_error() -> None:
     v = verify(b, episode.turns, False, False)
     assert (v.outcome, v.calls, v.observations) == ("verifier_error", 0, [])
     assert judge(b, episode.turns, False, False).calls == len(b.reference_calls)
+
+
+def test_class_a_goal_the_ledger_does_not_hold_is_a_verifier_error() -> None:
+    """A bundle whose goal names a record no ledger row holds (no generated bundle does; a bundle
+    built or edited by hand can): no model can reach that goal, so the verdict is verifier_error,
+    an instrument condition, and not the model's wrong_state."""
+    b = generate("depth:d3", 7)
+    goal = b.goal[0].model_copy(update={"record_id": "nobody-here"})
+    broken = b.model_copy(update={"goal": [goal]})
+    for v in (
+        judge(broken, _reference(b), True, False),
+        verify(broken, _reference(b), True, False),
+    ):
+        assert (v.outcome, v.leaky_pass, v.passed) == ("verifier_error", False, False)
+    assert "nobody-here" in verify(broken, _reference(b), True, False).detail

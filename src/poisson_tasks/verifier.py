@@ -35,7 +35,6 @@ INSTRUMENT_OUTCOMES: frozenset[str] = frozenset(
 # The labels a leaky reading can pass; it passes one only when every goal record reached its goal
 # stage (an overshoot of one goal record with another short of its goal is no leaky pass).
 LEAKY_PASSES: frozenset[str] = frozenset({"overshoot", "collateral_mutation", "passed"})
-_UNSEEN = -1
 
 
 class FormatReport(BaseModel):
@@ -168,7 +167,9 @@ def _verify(
     for goal in bundle.goal:
         key = (goal.ledger, goal.record_id)
         goal_keys.add(key)
-        stage = stages.get(key, _UNSEEN)
+        stage = stages.get(key)
+        if stage is None:  # no model can reach it: the task is at fault, not the episode
+            return _error(f"the goal record {goal.ledger} {goal.record_id} is in no ledger row")
         goal_stages.append(stage)
         reached = reached and stage >= goal.stage
         over = over or stage > goal.stage
