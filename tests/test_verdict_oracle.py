@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,13 @@ from verdict_oracle import ORDER, OracleVerdict, block_signatures, judge
 from poisson_tasks.arms import KNOBS, all_arms, arm_id
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.generator import generate
+from poisson_tasks.owntools import (
+    ToolSet,
+    load_tool_file,
+    scored_calls,
+    tool_file_problems,
+    with_own_tools,
+)
 from poisson_tasks.verifier import verify
 
 VARIANTS = ("", "/train", "/leaky", "/train/leaky")
@@ -28,30 +36,82 @@ VARIANTS = ("", "/train", "/leaky", "/train/leaky")
 # verifier_error the spec defines no replay, and verify reports none).
 LABEL_FIELDS = ("outcome", "strict_label", "leaky_pass", "passed", "malformed_clause")
 REPLAY_FIELDS = ("calls", "goal_stages", "observations", "final_state")
+ROOT = Path(__file__).resolve().parent.parent
+# Two tool files for the own-tools readings: the example's forty tools (every schema closed,
+# additionalProperties false) and three whose schemas let other names through.
+OPEN_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "lookup_account",
+        "description": "An account by id; other fields are passed on.",
+        "parameters": {
+            "type": "object",
+            "properties": {"account_id": {"type": "string"}, "depth": {"type": "integer"}},
+            "required": ["account_id"],
+        },
+    },
+    {
+        "name": "rate_card",
+        "description": "A rate card for a region.",
+        "parameters": {
+            "type": "object",
+            "properties": {"region": {"type": "string", "enum": ["eu", "us"]}},
+            "required": ["region"],
+            "additionalProperties": True,
+        },
+    },
+    {
+        "name": "tag_note",
+        "description": "Tags a note; any further tag is a string.",
+        "parameters": {
+            "type": "object",
+            "properties": {"note": {"type": "string"}},
+            "required": [],
+            "additionalProperties": {"type": "string"},
+        },
+    },
+]
+
+
+def own_tool_sets() -> list[ToolSet]:
+    tools, problems = tool_file_problems(OPEN_TOOLS)
+    assert problems == []
+    open_set = ToolSet(source="open", sha256="0" * 64, tools=tuple(tools))
+    return [load_tool_file(ROOT / "examples" / "own-tools-40.json"), open_set]
+
+
 # Overshoot needs a stage tool above the goal, which only depth and shape blocks carry.
 OVERSHOOT_KNOBS = frozenset({"depth", "shape"})
 
 
-def arms_of(knob: str) -> list[str]:
+def arms_of(knob: str, variants: Sequence[str] = VARIANTS) -> list[str]:
     """Every arm of a knob (each level and control arm) in every split and strictness."""
-    return [arm_id(spec) + variant for spec in all_arms(knob) for variant in VARIANTS]
+    return [arm_id(spec) + variant for spec in all_arms(knob) for variant in variants]
 
 
 def read_twice(
-    bundle: TaskBundle, episode: Case
+    bundle: TaskBundle, episode: Case, own: ToolSet | None = None
 ) -> tuple[OracleVerdict, list[tuple[str, Any, Any]]]:
     """The oracle's verdict, and (field, oracle's value, verify's value) for every field the two
-    readings give differently."""
-    args = (bundle, episode.turns, episode.ended_with_reply, episode.turn_limit_hit, episode.fmt)
-    mine, theirs = judge(*args), verify(*args)
+    readings give differently.
+
+    With the user's own tools in the block, the oracle judges the model's calls against the user's
+    schemas, while verify judges them as the runner scores them (owntools.scored_calls), so their
+    observations differ by design (a user tool's call reaches the engine rewritten) and are not
+    compared; neither moves a record.
+    """
+    flags = (episode.ended_with_reply, episode.turn_limit_hit, episode.fmt)
+    mine = judge(bundle, episode.turns, *flags)
+    scored = episode.turns if own is None else [scored_calls(list(t), own) for t in episode.turns]
+    theirs = verify(bundle, scored, *flags)
     out = [(f, getattr(mine, f), getattr(theirs, f)) for f in LABEL_FIELDS]
     if "verifier_error" not in (mine.outcome, theirs.outcome):
         out += [
             ("calls", mine.calls, theirs.calls),
             ("goal_stages", mine.goal_stages, tuple(theirs.goal_stages)),
-            ("observations", mine.observations, tuple(theirs.observations)),
             ("final_state", mine.final_state, tuple(sorted(theirs.final_state))),
         ]
+        if own is None:
+            out.append(("observations", mine.observations, tuple(theirs.observations)))
     return mine, [d for d in out if d[1] != d[2]]
 
 
@@ -68,8 +128,10 @@ class Tally:
     disagreements: Counter[tuple[tuple[str, Any, Any], ...]] = field(default_factory=Counter)
     examples: dict[tuple[tuple[str, Any, Any], ...], str] = field(default_factory=dict)
 
-    def add(self, knob: str, bundle: TaskBundle, episode: Case, where: str) -> None:
-        seen, diff = read_twice(bundle, episode)
+    def add(
+        self, knob: str, bundle: TaskBundle, episode: Case, where: str, own: ToolSet | None
+    ) -> None:
+        seen, diff = read_twice(bundle, episode, own)
         self.episodes[knob] += 1
         if diff:
             key = tuple((f, a, b) for f, a, b in diff if f not in ("observations", "final_state"))
@@ -119,17 +181,27 @@ def read_controls(tally: Tally, knob: str, bundle: TaskBundle) -> None:
         tally.controls[knob] += 1
 
 
-def sweep(knobs: Iterable[str], seeds: Sequence[int], per_bundle: int) -> Tally:
-    """Both readings over `per_bundle` episodes of every arm of `knobs` at each seed."""
+def sweep(
+    knobs: Iterable[str],
+    seeds: Sequence[int],
+    per_bundle: int,
+    own: ToolSet | None = None,
+    variants: Sequence[str] = VARIANTS,
+) -> Tally:
+    """Both readings over `per_bundle` episodes of every arm of `knobs` at each seed (with the
+    user's tools `own` in every block, when given)."""
     tally = Tally()
     for knob in knobs:
-        for arm in arms_of(knob):
+        for arm in arms_of(knob, variants):
             for seed in seeds:
                 bundle = generate(arm, seed)
+                if own is not None:
+                    bundle = with_own_tools(bundle, own)
                 read_controls(tally, knob, bundle)
-                world = World(bundle)
+                world = World(bundle, own)
                 for index in range(per_bundle):
-                    tally.add(knob, bundle, case(world, index), f"{arm} seed {seed} #{index}")
+                    where = f"{arm} seed {seed} #{index}"
+                    tally.add(knob, bundle, case(world, index), where, own)
     return tally
 
 
@@ -178,6 +250,29 @@ def test_every_control_earns_its_key_under_both_readings() -> None:
     assert sum(tally.controls.values()) >= 3 * 8 * len(arms_of("depth"))
 
 
+def own_tools_sweep(seeds: Sequence[int], per_bundle: int) -> Tally:
+    """Both readings with the user's tools in the block (eval, strict and /leaky arms)."""
+    tally = Tally()
+    for own in own_tool_sets():
+        one = sweep(KNOBS, seeds, per_bundle, own=own, variants=("", "/leaky"))
+        for name in ("episodes", "controls", "disagreements", "leaky_not_strict"):
+            getattr(tally, name).update(getattr(one, name))
+        tally.examples = {**one.examples, **tally.examples}
+        for knob in KNOBS:
+            tally.outcomes.setdefault(knob, Counter()).update(one.outcomes.get(knob, Counter()))
+            tally.clauses.setdefault(knob, Counter()).update(one.clauses.get(knob, Counter()))
+    return tally
+
+
+def test_own_tools_read_the_same_twice() -> None:
+    """A block holding the user's own tools: the oracle reads the model's calls against the
+    user's schemas (docs/own-tools.md's table), verify reads them as the runner scores them."""
+    tally = own_tools_sweep(seeds=(5,), per_bundle=20)
+    assert not tally.disagreements, tally.report()
+    assert sum(tally.episodes.values()) == 2 * 20 * 2 * sum(len(all_arms(k)) for k in KNOBS)
+    assert set().union(*tally.clauses.values()) == {1, 2, 3, 4}
+
+
 @pytest.mark.slow
 def test_over_100000_episodes_read_the_same_twice(capsys: pytest.CaptureFixture[str]) -> None:
     seeds, per_bundle = range(40), 15
@@ -189,3 +284,13 @@ def test_over_100000_episodes_read_the_same_twice(capsys: pytest.CaptureFixture[
         assert tally.episodes[knob] == len(seeds) * per_bundle * len(arms_of(knob)), knob
     assert sum(tally.episodes.values()) >= 100_000
     assert_covered(tally, KNOBS)
+
+
+@pytest.mark.slow
+def test_own_tools_over_many_seeds_read_the_same_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    tally = own_tools_sweep(seeds=range(6), per_bundle=20)
+    with capsys.disabled():
+        print("\nown tools in the block\n" + tally.report())
+    assert not tally.disagreements, tally.report()
+    assert sum(tally.episodes.values()) == 6 * 20 * 2 * 2 * sum(len(all_arms(k)) for k in KNOBS)
+    assert set().union(*tally.clauses.values()) == {1, 2, 3, 4}

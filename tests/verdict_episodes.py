@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.domain.engine import LedgerState, apply, initial_state, line_status
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.domain.vocabulary import CLASSES, LADDER, READ_NOUNS, READ_VERBS
+from poisson_tasks.owntools import ToolSet
 from poisson_tasks.verifier import FormatReport
 
 Calls = list[ToolCall]
@@ -43,15 +44,21 @@ def _call(name: str, arguments: dict[str, Any] | None, raw: str | None = None) -
 
 
 class World:
-    """What the episode builder knows of one bundle: its records, its tools, and the engine."""
+    """What the episode builder knows of one bundle: its records, its tools, and the engine; and,
+    for a bundle with the user's own tools in its block, those tools' schemas."""
 
-    def __init__(self, bundle: TaskBundle) -> None:
+    def __init__(self, bundle: TaskBundle, own: ToolSet | None = None) -> None:
         self.bundle = bundle
+        self.user: dict[str, dict[str, Any]] = (
+            {} if own is None else {t.name: t.parameters for t in own.tools}
+        )
         self.config = bundle.engine
         self.stage_tools: dict[tuple[str, int], ToolBinding] = {
             (b.ledger, b.stage): b for b in self.config.bindings if b.kind == "stage"
         }
-        self.reads = [b for b in self.config.bindings if b.kind == "read"]
+        self.reads = [
+            b for b in self.config.bindings if b.kind == "read" and b.name not in self.user
+        ]
         self.block = list(bundle.tool_names)
         self.bound = frozenset(b.name for b in self.config.bindings)
         self.ledgers = sorted({b.ledger for b in self.stage_tools.values()})
@@ -107,7 +114,10 @@ class World:
 
     def read_call(self, rng: random.Random) -> ToolCall:
         """A read of the block with some query; where the block has no read (distractor r14), a
-        well-formed stage call that moves nothing (a wrong token)."""
+        well-formed stage call that moves nothing (a wrong token). With the user's tools in the
+        block, half the time a well-formed call to one of them."""
+        if self.user and rng.random() < 0.5:
+            return self.user_call(rng, "valid")
         if not self.reads:
             stage = rng.choice(sorted(self.stage_tools.values(), key=lambda b: b.name))
             args = {"record_id": rng.choice(self.records)[1], "token": "0" * 12}
@@ -117,6 +127,53 @@ class World:
             ["", "a", "entry code", hashlib.sha256(str(rng.random()).encode()).hexdigest()]
         )
         return _call(read.name, {"query": query})
+
+    def user_call(self, rng: random.Random, how: str) -> ToolCall:
+        """A call to one of the user's tools: `valid` (every required property, some optional ones,
+        each of its declared type), or with a required property `missing`, an `extra` name, a
+        value of the wrong `type`, a value outside its `enum`, or arguments that did not parse."""
+        name = rng.choice(sorted(self.user))
+        schema = self.user[name]
+        props: dict[str, Any] = schema.get("properties") or {}
+        required = list(schema.get("required") or ())
+        args = {k: _value(props.get(k, {})) for k in required}
+        args.update({k: _value(props[k]) for k in sorted(props) if rng.random() < 0.4})
+        if how == "missing" and required:
+            args.pop(rng.choice(required), None)
+        elif how == "extra":
+            args["not_declared"] = "x"
+        elif how == "type" and args:
+            k = rng.choice(sorted(args))
+            args[k] = 7 if isinstance(args[k], str) else "seven"
+        elif how == "enum":
+            for k in sorted(props):
+                if "enum" in props[k]:
+                    args[k] = "not-in-the-enum"
+                    break
+        elif how == "none":
+            return _call(name, None, "{")
+        return _call(name, args)
+
+
+_TYPED: dict[str, Any] = {
+    "string": "x",
+    "integer": 3,
+    "number": 2.5,
+    "boolean": True,
+    "array": [],
+    "object": {},
+    "null": None,
+}
+
+
+def _value(schema: Mapping[str, Any]) -> Any:
+    """A value of the type a property's schema declares (its const or first enum value if any)."""
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type", "string")
+    return _TYPED.get(kind[0] if isinstance(kind, list) else kind, "x")
 
 
 # --------------------------------------------------------------------------- bases
@@ -441,6 +498,20 @@ _WEIGHTS: dict[str, int] = {
 _OPS = list(_WEIGHTS)
 _OP_WEIGHTS = [_WEIGHTS[k] for k in _OPS]
 
+
+def _own_tool(w: World, rng: random.Random, calls: Calls) -> Calls:
+    """A call to one of the user's tools, well formed or not, anywhere in the episode."""
+    how = rng.choice(["valid", "valid", "missing", "extra", "type", "enum", "none"])
+    out = list(calls)
+    out.insert(_at(rng, out), w.user_call(rng, how))
+    return out
+
+
+# A bundle with the user's tools in its block draws this operation too.
+_OWN_OPS = [*_OPS, "own_tool"]
+_OWN_OP_WEIGHTS = [*_OP_WEIGHTS, 8]
+OPERATIONS["own_tool"] = _own_tool
+
 # --------------------------------------------------------------------------- turns, flags, fmt
 
 
@@ -521,7 +592,11 @@ def case(world: World, index: int) -> Case:
         flag_kind, reply, limit = _flags(rng)
         kinds.append(flag_kind)
     for _ in range(rng.choice([0, 1, 1, 2, 2, 3])):
-        op = rng.choices(_OPS, _OP_WEIGHTS)[0]
+        op = (
+            rng.choices(_OWN_OPS, _OWN_OP_WEIGHTS)[0]
+            if world.user
+            else rng.choices(_OPS, _OP_WEIGHTS)[0]
+        )
         calls = OPERATIONS[op](world, rng, calls)
         kinds.append(op)
     turn_kind, turns = _turns(rng, calls)
@@ -529,8 +604,8 @@ def case(world: World, index: int) -> Case:
     return Case("+".join([*kinds, turn_kind, fmt_kind]), turns, reply, limit, fmt)
 
 
-def cases(bundle: TaskBundle, n: int, start: int = 0) -> Iterator[Case]:
+def cases(bundle: TaskBundle, n: int, start: int = 0, own: ToolSet | None = None) -> Iterator[Case]:
     """Episodes start .. start+n-1 of one bundle, the same in every process."""
-    world = World(bundle)
+    world = World(bundle, own)
     for index in range(start, start + n):
         yield case(world, index)
