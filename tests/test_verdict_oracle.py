@@ -9,6 +9,10 @@ docs/what-a-task-is.md ("The verdict, read twice") describes the classes and the
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -294,3 +298,34 @@ def test_own_tools_over_many_seeds_read_the_same_twice(capsys: pytest.CaptureFix
     assert not tally.disagreements, tally.report()
     assert sum(tally.episodes.values()) == 6 * 20 * 2 * 2 * sum(len(all_arms(k)) for k in KNOBS)
     assert set().union(*tally.clauses.values()) == {1, 2, 3, 4}
+
+
+def episodes_digest() -> str:
+    """A digest of 40 episodes of one arm of every knob at seed 3 (their calls, endings and fmt)."""
+    h = hashlib.sha256()
+    for knob in KNOBS:
+        bundle = generate(arms_of(knob)[-1], 3)
+        world = World(bundle)
+        for index in range(40):
+            ep = case(world, index)
+            calls = [[(c.name, c.arguments, c.raw_arguments) for c in t] for t in ep.turns]
+            fmt = None if ep.fmt is None else ep.fmt.model_dump()
+            h.update(repr((ep.kind, calls, ep.ended_with_reply, ep.turn_limit_hit, fmt)).encode())
+    return h.hexdigest()
+
+
+@pytest.mark.slow
+def test_the_episodes_are_the_same_in_every_process() -> None:
+    """The episodes are keyed by task id and index, never by hash() or set order."""
+    script = "import test_verdict_oracle as t; print(t.episodes_digest())"
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT / "tests")},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("0", "1", "4242")
+    }
+    assert runs == {episodes_digest()}
