@@ -1,6 +1,6 @@
 """Seeded episodes for reading every verdict twice: verify() and tests/verdict_oracle.py side by side.
 
-`cases(bundle, n)` builds n episodes from one bundle, each by a named class: the reference and its
+`case(World(bundle), index)` builds episode number `index` of a bundle by named classes: the reference and its
 prefixes, the bundle's negative controls, random walks over the ledger, each then mutated by zero to
 three named operations (repeated, dropped and swapped calls; a goal record or a bystander carried
 further with the chain token the engine gave; lookalike ledgers; fault retries; missing, extra and
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -389,6 +389,13 @@ def _reads(w: World, rng: random.Random, calls: Calls) -> Calls:
     return out
 
 
+# How _mutate_arguments changes a call's arguments ("type" drawn twice as often).
+_ARGUMENT_CHANGES = (
+    *("drop", "extra", "foreign", "type", "type", "value"),
+    *("empty", "none", "rename", "case", "all_typed"),
+)
+
+
 def _mutate_arguments(w: World, rng: random.Random, calls: Calls) -> Calls:
     """Missing, extra, renamed, wrongly typed, wrongly valued or unparsed arguments on one call."""
     if not calls:
@@ -396,21 +403,7 @@ def _mutate_arguments(w: World, rng: random.Random, calls: Calls) -> Calls:
     i = rng.randrange(len(calls))
     call = calls[i]
     args = dict(call.arguments or {})
-    how = rng.choice(
-        [
-            "drop",
-            "extra",
-            "foreign",
-            "type",
-            "type",
-            "value",
-            "empty",
-            "none",
-            "rename",
-            "case",
-            "all_typed",
-        ]
-    )
+    how = rng.choice(_ARGUMENT_CHANGES)
     raw: str | None = None
     new: dict[str, Any] | None = args
     if how == "drop" and args:
@@ -602,10 +595,3 @@ def case(world: World, index: int) -> Case:
     turn_kind, turns = _turns(rng, calls)
     fmt_kind, fmt = _fmt(rng)
     return Case("+".join([*kinds, turn_kind, fmt_kind]), turns, reply, limit, fmt)
-
-
-def cases(bundle: TaskBundle, n: int, start: int = 0, own: ToolSet | None = None) -> Iterator[Case]:
-    """Episodes start .. start+n-1 of one bundle, the same in every process."""
-    world = World(bundle, own)
-    for index in range(start, start + n):
-        yield case(world, index)
