@@ -12,7 +12,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.bundle import TaskBundle, ToolCall, assembled
-from poisson_tasks.domain.engine import LedgerState, apply, initial_state
+from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.domain.ledger import EngineConfig, Row
 
 Outcome = Literal[
@@ -115,21 +115,6 @@ def verify(
         return _error(f"{type(exc).__name__}: {exc}")
 
 
-_last_start: tuple[EngineConfig, LedgerState] | None = None
-
-
-def _initial_state(config: EngineConfig) -> LedgerState:
-    """initial_state(config), kept for the last config seen: a bundle's reference and controls
-    are verified one after another. Both are immutable (frozen model, tuples), so sharing is safe."""
-    global _last_start
-    last = _last_start
-    if last is not None and last[0] is config:
-        return last[1]
-    start = initial_state(config)
-    _last_start = (config, start)
-    return start
-
-
 def _collateral(
     stages: dict[tuple[str, str], int], goal_keys: set[tuple[str, str]], rows: list[Row]
 ) -> bool:
@@ -148,7 +133,7 @@ def _verify(
     if not ended_with_reply and not turn_limit_hit:
         return _error("the episode neither ended with a reply nor hit the turn limit")
     config = bundle.engine
-    state = _initial_state(config)
+    state = initial_state(config)
     observations: list[str] = []
     clause: int | None = 1 if fmt.clause1_counts and fmt.unparsed_calls > 0 else None
     calls = 0
