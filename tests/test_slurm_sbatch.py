@@ -113,6 +113,9 @@ def _one_error_line(done: subprocess.CompletedProcess[str], code: int, says: str
         ({"SERVER": "triton"}, "SERVER=triton: choose vllm, reference or local"),
         ({"SERVER": "vllm", "VLLM_SIF": "none.sif"}, "VLLM_SIF=none.sif is not a file"),
         ({"SERVER": "local"}, "SERVER=local needs GGUF"),
+        ({"SERVE_WAIT_S": "ten"}, "SERVE_WAIT_S=ten is not a positive whole number"),
+        ({"SHARDS": "0"}, "SHARDS=0 is not a positive whole number"),
+        ({"SERVE_PORT": "99999"}, "SERVE_PORT=99999 is not a port"),
         (
             {
                 "SLURM_ARRAY_TASK_MIN": "2",
