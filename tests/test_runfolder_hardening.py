@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from poisson_tasks.reference import ReferenceServer
 from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header, write_header
 from poisson_tasks.runner import run_preregistration
 from poisson_tasks.runner.folder import LOCK, FolderLock
+from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 CLI = [sys.executable, "-m", "poisson_tasks.cli"]
 
@@ -296,6 +298,52 @@ def test_a_signal_mid_run_records_the_stop_and_resumes(
     summary = run_preregistration(path, out, resume=True, show_progress=False)
     assert summary.complete
     assert _slots(out) == Counter(load_preregistration(path).slots())
+
+
+def test_a_stop_that_takes_the_server_down_records_no_instrument_failure(tmp_path: Path) -> None:
+    # A scheduler stops a job by signalling every process in it (SLURM's scancel, a requeue, a
+    # time limit; a terminal's Ctrl-C, its whole process group): the server the job started dies
+    # with the runner. Episodes in flight then fail on the instrument's side during the grace;
+    # they are the stop's, not the serving's: abandoned (their slots run again on resume), never
+    # written as api_error lines that would count against the card's instrument threshold.
+    served = subprocess.Popen(
+        [*CLI, "serve-reference", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert served.stdout is not None
+        url = re.search(r"http://127\.0\.0\.1:\d+/v1", served.stdout.readline())
+        assert url, "serve-reference did not print its address"
+        path = prereg(
+            tmp_path,
+            model="flaky?p_500=0&p_429=0&p_slow=1&slow_s=2",  # every answer 2 s late
+            arms=["depth:d3"],
+            tasks=4,
+            base_url=url.group(0),
+        )
+        out = tmp_path / "run"
+        proc = subprocess.Popen(
+            [*CLI, "run", str(path), "--out", str(out), "--quiet"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not (out / HEADER).is_file() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)  # four episodes in flight, each call answered 2 s late
+        os.kill(proc.pid, signal.SIGTERM)
+        time.sleep(0.3)  # the stop is taken; then the server goes, as the job's other process
+        served.kill()
+        rc = proc.wait(timeout=60)
+        err = proc.stderr.read() if proc.stderr else ""
+    finally:
+        served.kill()
+        served.wait(timeout=30)
+    assert rc == 128 + signal.SIGTERM, err
+    lines = list(iter_episodes(out))
+    assert [line.outcome for line in lines if line.outcome in INSTRUMENT_OUTCOMES] == [], err
+    session = read_header(out).sessions[-1]
+    assert session.stop_reason == "interrupted" and session.abandoned == 4, err
 
 
 # --------------------------------------------------------------------------- session provenance

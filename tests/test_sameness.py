@@ -12,6 +12,7 @@ from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.provenance import SessionInfo
 from poisson_tasks.calibration.sameness import TIME_AND_PLACEMENT, compare_cards, masked
 from poisson_tasks.reference import ReferenceServer
+from poisson_tasks.runfolder import EPISODES
 from poisson_tasks.runner import run_preregistration
 
 
@@ -41,9 +42,10 @@ def test_a_card_equals_itself(card: Artifact) -> None:
 def test_every_excluded_field_is_one_a_card_has(card: Artifact) -> None:
     # A path that names nothing would exclude nothing: each one resolves on a real card (shards
     # only on a merged one, which test_merge.py reads).
+    # The resume's sentence only on a resumed card (test_a_resumed_run_compares_equal...).
     document = card.model_dump(mode="json")
     for excluded in TIME_AND_PLACEMENT:
-        if excluded.path == "provenance.shards":
+        if excluded.path == "provenance.shards" or "=" in excluded.path:
             continue
         node = document
         for key in excluded.path.split("."):
@@ -112,6 +114,35 @@ def test_the_comparison_reads_card_md_too(card: Artifact, monkeypatch: pytest.Mo
     monkeypatch.setattr(sameness, "render_document", lambda artifact: str(id(artifact)))
     comparison = compare_cards(card, card)
     assert comparison.json_equal and not comparison.markdown_equal and not comparison.equal
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory: pytest.TempPathFactory, server: ReferenceServer) -> Artifact:
+    """The `card` fixture's study, its run cut after four lines (as a stop leaves it) and resumed."""
+    root = tmp_path_factory.mktemp("resumed")
+    path = prereg(root, base_url=server.base_url, tasks=3, attempts=2)
+    run_preregistration(path, root / "run", show_progress=False)
+    episodes = root / "run" / EPISODES
+    episodes.write_bytes(b"".join(episodes.read_bytes().splitlines(keepends=True)[:4]))
+    run_preregistration(path, root / "run", resume=True, show_progress=False)
+    return card_from_run(root / "run")
+
+
+def test_a_resumed_run_compares_equal_to_one_that_was_not(
+    card: Artifact, resumed: Artifact
+) -> None:
+    # Where a stop landed is time: the card discloses the resume (the cells' counts and one
+    # sentence), and both are left out; every figure must still be equal.
+    assert sum(c.resumed for c in resumed.cells) == 8 and not any(c.resumed for c in card.cells)
+    assert "resumed" in {c.key for c in resumed.statements.does_not_claim}
+    assert compare_cards(resumed, card).equal
+    blank = masked(resumed)
+    assert "resumed" not in {c.key for c in blank.statements.does_not_claim}
+    assert [c.key for c in blank.statements.does_not_claim] == [
+        c.key for c in card.statements.does_not_claim
+    ]
+    other = _edit(resumed, "cells.0.strict.pass_at_1", 0.123)
+    assert compare_cards(other, card).differences == ["cells.0.strict.pass_at_1"]
 
 
 def test_an_artifact_read_back_from_card_json_compares_equal(

@@ -145,10 +145,11 @@ def test_the_slurm_array_is_indexed_from_zero_and_parses() -> None:
     script = (SLURM / "shards.sbatch").read_text(encoding="utf-8")
     assert "#SBATCH --array=0-" in script
     assert '--shard "$index/$count"' in script
-    assert 'index="${SLURM_ARRAY_TASK_ID' in script and 'count="${SLURM_ARRAY_TASK_COUNT' in script
+    assert 'index="$SLURM_ARRAY_TASK_ID"' in script and 'count="$SLURM_ARRAY_TASK_COUNT"' in script
     assert '--resume "$folder"' in script
     merge = (SLURM / "merge.sbatch").read_text(encoding="utf-8")
-    assert 'poisson-tasks merge "$RUNS"/shard-* --out "$RUNS/merged"' in merge
+    assert 'shards=("$RUNS"/shard-*)' in merge
+    assert 'poisson-tasks merge "${shards[@]}" --out "$RUNS/merged"' in merge
     for path in (SLURM / "shards.sbatch", SLURM / "merge.sbatch"):
         subprocess.run(["bash", "-n", str(path)], check=True)
 

@@ -2,10 +2,11 @@
 
 Two runs of one plan on the reference policies serve the same episodes, verdicts and tokens: a
 policy's every draw is a function of the request. What two runs cannot share is when and where
-they ran. TIME_AND_PLACEMENT lists those fields of a card, each with the reason it is time or
-placement; `compare_cards` blanks them in both cards and compares what is left byte for byte, as
-card.json and as card.md. Everything else a card holds, every rate, interval, comparison, count,
-token, hash and sentence, must be equal.
+they ran, and when a stop landed (a scheduler's requeue or cancel, a kill): how many episodes a
+resumed session made, and the sentence that discloses it. TIME_AND_PLACEMENT lists those fields of
+a card, each with the reason it is time or placement; `compare_cards` blanks them in both cards and
+compares what is left byte for byte, as card.json and as card.md. Everything else a card holds,
+every rate, interval, comparison, count, token, hash and sentence, must be equal.
 
 This is the one definition of "the card one machine would have made" (issue 25): the merge's
 tests and its CI step call it, and nothing else decides it.
@@ -26,7 +27,8 @@ __all__ = ["TIME_AND_PLACEMENT", "CardComparison", "Excluded", "compare_cards", 
 @dataclass(frozen=True, slots=True)
 class Excluded:
     """A field of card.json that is time or placement: its dotted path (`*`: every item of a
-    list), what both cards hold in its place, and why it is left out."""
+    list; `key=value` last: the list's items whose `key` is `value`, dropped), what both cards
+    hold in its place, and why it is left out."""
 
     path: str
     blank: Any
@@ -53,6 +55,17 @@ TIME_AND_PLACEMENT: tuple[Excluded, ...] = (
     Excluded("provenance.concurrency", None, "episodes in flight at once, per machine"),
     Excluded("provenance.shards", None, "how the study was cut and where each shard's folder was"),
     Excluded(
+        "cells.*.resumed",
+        0,
+        "how many of the cell's episodes a resumed session made: where in the run a stop (a "
+        "requeue, a cancel, a kill) landed, which is time",
+    ),
+    Excluded(
+        "statements.does_not_claim.key=resumed",
+        None,
+        "the sentence that discloses a resume and counts the episodes made after it (above)",
+    ),
+    Excluded(
         "provenance.records_sha256",
         "",
         "a digest of the episode lines as written, which hold each episode's seconds and session "
@@ -66,6 +79,11 @@ def _blank(node: Any, keys: list[str], blank: Any) -> None:
     if not keys or node is None:
         return
     key, rest = keys[0], keys[1:]
+    if "=" in key:  # the list's items whose field has this value are dropped
+        field, value = key.split("=", 1)
+        if isinstance(node, list):
+            node[:] = [i for i in node if not (isinstance(i, dict) and i.get(field) == value)]
+        return
     if key == "*":
         for item in node if isinstance(node, list) else []:
             _blank(item, rest, blank)

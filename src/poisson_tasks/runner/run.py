@@ -10,8 +10,9 @@ declared concurrency, arm by arm in plan order, so a stopped run leaves whole ce
 One writer per folder: a resume takes the folder's lock before its preflight, a new folder when it
 is made (runner/folder.py). SIGINT and SIGTERM stop a session the same way: no new slot is taken,
 episodes in flight get STOP_GRACE_S to finish (a second signal, or the end of the grace, abandons
-them and records what they spent), the header is written with the stop, and Interrupted is raised
-(exit 128 + the signal's number). A signal before the folder exists stops with nothing written.
+them and records what they spent; so does an instrument failure after the signal, which a server
+stopped along with the runner causes), the header is written with the stop, and Interrupted is
+raised (exit 128 + the signal's number). A signal before the folder exists stops with nothing written.
 A disk that refuses an episode line stops the session the same way, the line cut back off.
 """
 
@@ -231,6 +232,7 @@ class _Session:
         )
         self.stop_reason: StopReason | None = None
         self.detail: str | None = None
+        self.signalled = False  # a SIGINT/SIGTERM came (see _work on what it fails)
         self.fatal: PoissonError | None = None
         self.crash: Exception | None = None
         self.outcomes: Counter[str] = Counter()
@@ -356,6 +358,11 @@ class _Session:
             finally:
                 self.progress.in_flight -= 1
                 self.tasks.release(slot)
+            if self.signalled and line.outcome in INSTRUMENT_OUTCOMES:
+                # A stop often takes the server down with the runner (a scheduler signals every
+                # process of a job, Ctrl-C a terminal's process group): the failure is the stop's.
+                self._abandon_line(line)
+                return
             # Written at once, with no await before it, so a stop cannot cut a paid episode off;
             # its spend counts now, its tally once an fsync covers it (folder's on_durable).
             try:
@@ -569,6 +576,7 @@ class _Signals:
             if self.main is not None:
                 self.main.cancel()
         elif first:
+            session.signalled = True
             session._stop("interrupted", f"stopped by {self.name}")
             self._timer = self.loop.call_later(STOP_GRACE_S, session.hard_stop)
         else:
