@@ -41,6 +41,7 @@ FEW_EVENTS_NOTE = "few events: interval wide"
 
 __all__ = [
     "level_columns",
+    "ordering_reading",
     "percent",
     "render_document",
     "render_knob",
@@ -326,16 +327,35 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
     return rows
 
 
-def _ordering(ordering: Ordering) -> str:
-    if ordering.verdict == "yes":
-        text = "yes"
-    elif ordering.verdict == "no":
-        text = f"no ({', '.join(ordering.rising)} rises distinguishably)"
-    else:
-        text = f"cannot tell ({', '.join(ordering.left_out)} left out)"
+def _pairs(what: str, pairs: Sequence[str]) -> str:
+    return f"{what} at {', '.join(pairs)}"
+
+
+def ordering_reading(ordering: Ordering) -> str:
+    """What an ordering verdict was read from, as plain text: the point estimates, then what the
+    adjacent comparisons call, then the pairs left out and the saturated levels."""
+    rises = _pairs("rise", ordering.estimate_rises) if ordering.estimate_rises else ""
+    estimates = rises or "never rise"
+    if ordering.no_estimate:
+        estimates = f"none at {', '.join(ordering.no_estimate)}; {rises or 'never rise elsewhere'}"
+    called = [
+        _pairs("rise", ordering.rising) if ordering.rising else "no rise",
+        _pairs("fall", ordering.falling) if ordering.falling else "no fall",
+    ]
+    parts = [f"point estimates: {estimates}", f"distinguishable: {', '.join(called)}"]
+    if ordering.left_out:
+        parts.append(f"left out: {', '.join(ordering.left_out)}")
     if ordering.saturated:
-        text += f"; saturated on {ordering.rate}: {', '.join(f'`{s}`' for s in ordering.saturated)}"
-    return text
+        parts.append(f"saturated on {ordering.rate}: {', '.join(ordering.saturated)}")
+    return "; ".join(parts)
+
+
+def _ordering(ordering: Ordering) -> str:
+    verdict = ordering.verdict.replace("_", " ")
+    return (
+        f"{ordering.rate.capitalize()} pass@1 non-increasing across the levels: {verdict} "
+        f"({ordering_reading(ordering)})."
+    )
 
 
 def _knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
@@ -369,13 +389,9 @@ def _knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
             f"Ordering: the card has one level of `{table.knob}`, so there is nothing to order.",
         ]
         return out
-    order = (
-        "Ordering, read from the adjacent comparisons: strict pass@1 non-increasing across the "
-        f"levels: {_ordering(table.ordering_strict)}."
-    )
-    if table.ordering_leaky is not None:
-        order += f" Leaky pass@1 non-increasing: {_ordering(table.ordering_leaky)}."
-    out += ["", order]
+    orderings = [table.ordering_strict, table.ordering_leaky]
+    order = " ".join(_ordering(o) for o in orderings if o is not None)
+    out += ["", f"Ordering, from the point estimates and the adjacent comparisons. {order}"]
     return out
 
 
