@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id, levels
+from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id
 from poisson_tasks.bundle import PromptParts, TaskBundle
 from poisson_tasks.cli import app
-from poisson_tasks.domain.engine import LINE_BYTES
+from poisson_tasks.domain.engine import LINE_BYTES, format_line, read_payload
 from poisson_tasks.domain.ledger import EngineConfig, FaultPlan, ToolBinding
 from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
+from poisson_tasks.generator.scenario import draw_scenario
 from poisson_tasks.pins import (
     BY_ID,
     ROW_IDS,
@@ -33,7 +34,7 @@ from poisson_tasks.pins import (
 )
 from poisson_tasks.pins.holding import Outcome
 from poisson_tasks.prereg import load_preregistration
-from poisson_tasks.transcript import history_tokens
+from poisson_tasks.transcript import BAND, exchange, history_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 THIRTY = tuple(f"N{i}" for i in (*range(1, 14), *range(19, 36)))
@@ -223,25 +224,50 @@ def test_a_control_whose_higher_arm_is_absent_is_held_against_a_generated_one() 
 
     report = check_pins(contrast("depth", only=("depth:d1", "depth:d1+h8")), companion=companion)
     assert report.verdict("N9") == "held"
-    assert sorted(calls) == ["depth:d5", "depth:d8"]
+    assert sorted(calls) == ["depth:d8"]
 
 
 # ------------------------------------------------------------------ N9, N7, N5 as defined
 
 
-def test_depth_band_is_between_the_next_lower_and_the_higher_transcript() -> None:
-    bundles = contrast("depth", 5)
+@pytest.mark.parametrize("seed", [0, 7, 31])
+def test_depth_band_is_the_higher_transcript_less_the_controls_own_within_two(seed: int) -> None:
+    bundles = contrast("depth", seed)
     t = {
-        lv: measure_pins(bundles[f"depth:d{lv}"]).value("N9")["transcript_tokens"]
-        for lv in levels("depth")
+        arm: measure_pins(bundles[arm]).value("N9")["transcript_tokens"]
+        for arm in ("depth:d2", "depth:d5", "depth:d8", "depth:d1+h8", "depth:d2+h5")
     }
     report = check_pins(bundles)
     detail = next(r.detail for r in report.rows if r.row == "N9")
-    d1h8 = re.search(r"depth:d1\+h8 (-?\d+)<(\d+)<=(\d+)", detail)
-    d2h5 = re.search(r"depth:d2\+h5 (-?\d+)<(\d+)<=(\d+)", detail)
+    d1h8 = re.search(r"depth:d1\+h8 (-?\d+)<=(\d+)<=(\d+)", detail)
+    d2h5 = re.search(r"depth:d2\+h5 (-?\d+)<=(\d+)<=(\d+)", detail)
     assert d1h8 and d2h5
-    assert (int(d1h8[1]), int(d1h8[3])) == (t[5] - t[1], t[8] - t[1])
-    assert (int(d2h5[1]), int(d2h5[3])) == (t[3] - t[2], t[5] - t[2])
+    want_d1h8 = t["depth:d8"] - t["depth:d1+h8"]
+    want_d2h5 = t["depth:d5"] - t["depth:d2+h5"]
+    assert (int(d1h8[1]), int(d1h8[3])) == (want_d1h8 - BAND, want_d1h8 + BAND)
+    assert (int(d2h5[1]), int(d2h5[3])) == (want_d2h5 - BAND, want_d2h5 + BAND)
+    assert report.verdict("N9") == "held"
+
+
+def test_n9_refuses_a_control_seeded_one_read_call_per_missing_stage() -> None:
+    """The depth controls were once seeded with one read call per stage they stand in for (seven
+    for d1+h8): 48 to 106 tokens short of what a depth-8 episode adds, at seeds 0-59. N9 refuses
+    that history; the generated control is held."""
+    bundles = contrast("depth", 0)
+    control = bundles["depth:d1+h8"]
+    sc = draw_scenario("eval", 0)
+    reads = [b.name for b in control.engine.bindings if b.kind == "read"]
+    pairs: list[dict[str, Any]] = []
+    for i in range(7):  # the old rule: the scenario's i-th query on the block's i-th read tool
+        name, query = reads[i % len(reads)], sc.queries[i % len(sc.queries)]
+        line = format_line(i + 1, "ok", read_payload(sc.key, name, query))
+        pairs += exchange(f"call_seed_{i + 1}", name, {"query": query}, line)
+    old = _history(control, pairs)
+    assert check_pins(bundles).verdict("N9") == "held"
+    report = check_pins({**bundles, old.arm_id: old})
+    assert report.verdict("N9") == "violated"
+    (problem,) = [v for v in report.violations if v.row == "N9"]
+    assert "depth:d1+h8" in problem.arms
 
 
 def test_n5_only_reports_even_when_the_block_grows() -> None:
