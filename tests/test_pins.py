@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from poisson_tasks.domain.ledger import EngineConfig, FaultPlan, ToolBinding
 from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
-from poisson_tasks.generator.scenario import draw_scenario
+from poisson_tasks.generator.scenario import Scenario, draw_scenario
 from poisson_tasks.pins import (
     BY_ID,
     ROW_IDS,
@@ -270,6 +271,57 @@ def test_n9_refuses_a_control_seeded_one_read_call_per_missing_stage() -> None:
     assert "depth:d1+h8" in problem.arms
 
 
+def _bystander_code(b: TaskBundle, code: str) -> TaskBundle:
+    """The bundle whose bystander (the scenario's sibling record) holds another entry code."""
+    sibling = draw_scenario(b.split, b.seed).sibling_id
+    rows = [r._replace(token=code) if r.record_id == sibling else r for r in b.initial_state]
+    return _engine(b, rows=tuple(sorted(rows))).model_copy(update={"initial_state": rows})
+
+
+def _seeded_query(b: TaskBundle, query: str) -> TaskBundle:
+    """The bundle whose first seeded read call asks another query (its answer left as it was)."""
+    assert isinstance(b.prompt, list)
+    ask = b.prompt[1]
+    call = ask["tool_calls"][0]
+    arguments = json.dumps({"query": query}, sort_keys=True)
+    changed = {**call, "function": {**call["function"], "arguments": arguments}}
+    return _history(b, [{**ask, "tool_calls": [changed]}, *b.prompt[2:]])
+
+
+@pytest.mark.parametrize(
+    ("knob", "arm", "tamper", "field"),
+    [
+        ("depth", "depth:d3", lambda b: _bystander_code(b, "0" * 12), "sibling_code"),
+        ("history", "history:t600", lambda b: _seeded_query(b, "f" * 32), "queries"),
+    ],
+)
+def test_n1_holds_every_seed_drawn_field_not_only_six(
+    knob: str, arm: str, tamper: Callable[[TaskBundle], TaskBundle], field: str
+) -> None:
+    """N1 once measured six seed-drawn values (split, seed, key, class, record, entry code): a
+    bundle whose bystander code or seeded query was not its scenario's passed it."""
+    bundles = contrast(knob, 2)
+    assert measure_pins(bundles[arm]).value("N1")["departures"] == []
+    report = check_pins({**bundles, arm: tamper(bundles[arm])})
+    assert "N1" in report.violated_rows
+    (problem,) = [v for v in report.violations if v.row == "N1"]
+    assert problem.arms == [arm] and field in problem.detail
+
+
+def test_n1_reads_every_scenario_field_on_every_knob() -> None:
+    """Every field of the scenario is either read off the bundle by N1 or is N2's (the layout)."""
+    sc = draw_scenario("eval", 4)
+    named = {"split", "seed", "layout"}
+    for k in KNOBS:
+        for spec in all_arms(k):
+            value = measure_pins(generate(spec, 4)).value("N1")
+            assert value["departures"] == [], spec.id
+            assert value["scenario"] == sc.digest()
+    source = (ROOT / "src/poisson_tasks/pins/rows/scenario.py").read_text(encoding="utf-8")
+    read = {f for f in Scenario.__dataclass_fields__ if f"sc.{f}" in source}
+    assert read | named == set(Scenario.__dataclass_fields__)
+
+
 def test_n5_only_reports_even_when_the_block_grows() -> None:
     bundles = contrast("distractor", 0)
     report = check_pins(bundles)
@@ -456,8 +508,9 @@ def _lookalikes(b: TaskBundle) -> list[ToolBinding]:
 def break_n19(c: Bundles) -> Bundles:
     b = c["similarity:s2"]
     first = _lookalikes(b)[0]
+    target = b.goal[0].ledger  # the tool now works the target's ledger: no longer a lookalike
     binds = tuple(
-        x.model_copy(update={"ledger": "zzz-0001"}) if x == first else x for x in b.engine.bindings
+        x.model_copy(update={"ledger": target}) if x == first else x for x in b.engine.bindings
     )
     return {b.arm_id: _engine(b, bindings=binds)}
 
@@ -583,8 +636,9 @@ def break_n32(c: Bundles) -> Bundles:
 
 def break_n33(c: Bundles) -> Bundles:
     b = c["shape:w2"]
-    last = b.tool_names[-1]
-    assert views.bindings(b)[last].kind == "read"
+    reads = [x.name for x in b.engine.bindings if x.kind == "read"]
+    order = draw_scenario(b.split, b.seed).reads
+    last = max(reads, key=order.index)  # the scenario's last read: the rest stay its first reads
     return {
         b.arm_id: _engine(
             b.model_copy(update={"tools": b.tools[:-1]}),
