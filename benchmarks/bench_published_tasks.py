@@ -14,11 +14,12 @@ tasks as a fresh process would.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
 
-from common import command_line, markdown_table
+from common import markdown_table
 
 from poisson_tasks.calibration.manifest import published_dir, read_manifest
 from poisson_tasks.calibration.output import card_files
@@ -90,7 +91,11 @@ def main() -> None:
         "CPU ratio",
     )
     print(markdown_table(columns, rows))
-    print(f"median of {args.repeats}, after one warm-up pass; {command_line()}")
+    load = os.getloadavg()
+    print(
+        f"\nMedian of {args.repeats}, after one warm-up pass; {os.cpu_count()} cores, load average "
+        f"at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min)."
+    )
 
 
 if __name__ == "__main__":
