@@ -134,12 +134,12 @@ def ordering(levels: Sequence[Cell], comparisons: Sequence[Comparison], rate: Ra
     mine = [c for c in comparisons if c.rate == rate]
 
     def pairs(keep: Callable[[Comparison], bool]) -> list[str]:
-        return [f"{_level(c.lower)}→{_level(c.upper)}" for c in mine if keep(c)]
+        return [f"{_level(cmp.lower)}→{_level(cmp.upper)}" for cmp in mine if keep(cmp)]
 
-    rising = pairs(lambda c: c.verdict == "distinguishable" and (c.diff or 0.0) < 0.0)
-    falling = pairs(lambda c: c.verdict == "distinguishable" and (c.diff or 0.0) > 0.0)
-    left = pairs(lambda c: c.verdict == "left_out")
-    estimates = [_estimate(c, rate) for c in levels]
+    rising = pairs(lambda cmp: cmp.verdict == "distinguishable" and (cmp.diff or 0.0) < 0.0)
+    falling = pairs(lambda cmp: cmp.verdict == "distinguishable" and (cmp.diff or 0.0) > 0.0)
+    left = pairs(lambda cmp: cmp.verdict == "left_out")
+    estimates = [_estimate(cell, rate) for cell in levels]
     estimate_rises = [
         f"{_short(lo)}→{_short(hi)}"
         for (lo, a), (hi, b) in pairwise(zip(levels, estimates, strict=True))

@@ -7,13 +7,14 @@ from typing import Any
 from poisson_tasks.arms import KNOBS
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.domain.engine import LINE_BYTES
-from poisson_tasks.generator.scenario import Scenario, draw_scenario
+from poisson_tasks.generator.scenario import READ_NAMES, Scenario, draw_scenario
 from poisson_tasks.pins import views
 from poisson_tasks.pins.facts import BundleFacts
 from poisson_tasks.pins.holding import Contrast, Outcome, each, equal, short
 from poisson_tasks.pins.row import PinRow
 
 _BASE_ARGUMENTS = frozenset({"record_id", "token", "query"})
+_READS = frozenset(READ_NAMES)
 
 
 def _departures(bundle: TaskBundle, sc: Scenario) -> list[str]:
@@ -21,7 +22,8 @@ def _departures(bundle: TaskBundle, sc: Scenario) -> list[str]:
 
     Each field is read where a bundle carries it, on every knob: the key in the engine; the class,
     record and ledger number in the goal; the entry, bystander and peer codes in the initial rows;
-    the reads and the decoy classes in the block (the first n of the scenario's order); the stated
+    the reads and the decoy classes in the block (the first n of the scenario's order; a block of
+    a user's own tools is not seed-drawn, and N4 holds it); the stated
     values in the stage tools and calls; the queries in the seeded and reference read calls. The
     layout is N2's: the knobs place tools by different rules, and N2 holds each required tool's
     slot across the contrast.
@@ -53,7 +55,8 @@ def _departures(bundle: TaskBundle, sc: Scenario) -> list[str]:
     elif any(codes[rid] != code for rid, code in peers.items()):
         out.append("peer_codes")
     reads = {b.name for b in bundle.engine.bindings if b.kind == "read"}
-    if reads != set(sc.reads[: len(reads)]):
+    # a block holding a user's own tools (owntools.py) is not seed-drawn: N4 holds it
+    if reads <= _READS and reads != set(sc.reads[: len(reads)]):
         out.append("reads")
     stage_classes = {
         b.ledger.partition("-")[0] for b in bundle.engine.bindings if b.kind == "stage"
