@@ -21,7 +21,7 @@ from poisson_tasks.calibration.intervals import paired_interval
 from poisson_tasks.calibration.stats import Interval, call_pair
 from poisson_tasks.prereg import Thresholds
 
-__all__ = ["compare_adjacent", "knob_table", "ordering"]
+__all__ = ["compare_adjacent", "knob_table", "ordering", "ordering_reading"]
 
 
 def _saturated(cell: Cell, rate: Rate) -> bool | None:
@@ -164,6 +164,29 @@ def ordering(levels: Sequence[Cell], comparisons: Sequence[Comparison], rate: Ra
         left_out=left,
         saturated=[_short(c) for c in levels if _saturated(c, rate)],
     )
+
+
+def _pairs(what: str, pairs: Sequence[str]) -> str:
+    return f"{what} at {', '.join(pairs)}"
+
+
+def ordering_reading(ordering: Ordering) -> str:
+    """What an ordering verdict was read from, as plain text: the point estimates, then what the
+    adjacent comparisons call, then the pairs left out and the saturated levels."""
+    rises = _pairs("rise", ordering.estimate_rises) if ordering.estimate_rises else ""
+    estimates = rises or "never rise"
+    if ordering.no_estimate:
+        estimates = f"none at {', '.join(ordering.no_estimate)}; {rises or 'never rise elsewhere'}"
+    called = [
+        _pairs("rise", ordering.rising) if ordering.rising else "no rise",
+        _pairs("fall", ordering.falling) if ordering.falling else "no fall",
+    ]
+    parts = [f"point estimates: {estimates}", f"distinguishable: {', '.join(called)}"]
+    if ordering.left_out:
+        parts.append(f"left out: {', '.join(ordering.left_out)}")
+    if ordering.saturated:
+        parts.append(f"saturated on {ordering.rate}: {', '.join(ordering.saturated)}")
+    return "; ".join(parts)
 
 
 def _level(arm_id: str) -> str:

@@ -26,6 +26,7 @@ from poisson_tasks.calibration.artifact import (
     Reproducibility,
     ServingObserved,
 )
+from poisson_tasks.calibration.comparisons import ordering_reading
 from poisson_tasks.calibration.provenance import Provenance, ServingInfo
 from poisson_tasks.calibration.statements import stale_text
 from poisson_tasks.hashes import describe_environment_hash
@@ -41,7 +42,6 @@ FEW_EVENTS_NOTE = "few events: interval wide"
 
 __all__ = [
     "level_columns",
-    "ordering_reading",
     "percent",
     "render_document",
     "render_knob",
@@ -325,29 +325,6 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
             ]
         )
     return rows
-
-
-def _pairs(what: str, pairs: Sequence[str]) -> str:
-    return f"{what} at {', '.join(pairs)}"
-
-
-def ordering_reading(ordering: Ordering) -> str:
-    """What an ordering verdict was read from, as plain text: the point estimates, then what the
-    adjacent comparisons call, then the pairs left out and the saturated levels."""
-    rises = _pairs("rise", ordering.estimate_rises) if ordering.estimate_rises else ""
-    estimates = rises or "never rise"
-    if ordering.no_estimate:
-        estimates = f"none at {', '.join(ordering.no_estimate)}; {rises or 'never rise elsewhere'}"
-    called = [
-        _pairs("rise", ordering.rising) if ordering.rising else "no rise",
-        _pairs("fall", ordering.falling) if ordering.falling else "no fall",
-    ]
-    parts = [f"point estimates: {estimates}", f"distinguishable: {', '.join(called)}"]
-    if ordering.left_out:
-        parts.append(f"left out: {', '.join(ordering.left_out)}")
-    if ordering.saturated:
-        parts.append(f"saturated on {ordering.rate}: {', '.join(ordering.saturated)}")
-    return "; ".join(parts)
 
 
 def _ordering(ordering: Ordering) -> str:

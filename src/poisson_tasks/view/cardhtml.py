@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
-from poisson_tasks.calibration.render import ordering_reading
+from poisson_tasks.calibration.comparisons import ordering_reading
 from poisson_tasks.verifier import OUTCOMES
 
 __all__ = ["card_sections", "outcome_bar", "plot", "tree"]
