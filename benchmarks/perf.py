@@ -73,6 +73,9 @@ BLOCKS: dict[str, Block] = {
         "## Performance (issue 15)", stages=("card", "generate", "runner", "startup")
     ),
     "view": Block("## View report (issue 23)", stages=("view",)),
+    "published-tasks": Block(
+        "## Published cards' tasks regenerated (issue 32)", "bench_published_tasks.py"
+    ),
 }
 
 

@@ -1,5 +1,6 @@
 """Refresh the generated examples in docs/: every `<!-- show:ARM:SEED -->` block gets the live
-`poisson-tasks generate ARM --seed SEED --show` output. tests/test_docs.py checks they are current."""
+`poisson-tasks generate ARM --seed SEED --show` output (the bundle with its pins, as the command
+measures it). tests/test_docs.py checks they are current."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-from poisson_tasks.generator import generate
+from poisson_tasks.pins import pinned_bundle
 from poisson_tasks.show import render_bundle
 
 BLOCK = re.compile(
@@ -17,7 +18,7 @@ BLOCK = re.compile(
 
 def refreshed(text: str) -> str:
     def sub(m: re.Match[str]) -> str:
-        out = render_bundle(generate(m["arm"], int(m["seed"])))
+        out = render_bundle(pinned_bundle(m["arm"], int(m["seed"])))
         return f"{m.group(1)}```text\n{out}\n```\n{m.group(5)}"
 
     return BLOCK.sub(sub, text)

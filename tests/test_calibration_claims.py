@@ -131,9 +131,11 @@ def test_a_cell_over_the_instrument_limit_is_withheld_with_its_comparisons(tmp_p
         c.verdict == "left_out" and c.reason == "d1 is withheld" for c in a.knobs[0].comparisons
     )
     assert a.knobs[0].ordering_strict.verdict == "cannot_tell"
+    assert a.knobs[0].ordering_strict.no_estimate == ["d1"]
     assert "withheld" in keys(a)
     md = render_document(a)
     assert "| `d1` | withheld | withheld |" in md and "left out: d1 is withheld" in md
+    assert "cannot tell (point estimates: none at d1; never rise elsewhere;" in md
 
 
 def test_no_cell_withheld_means_no_withheld_line(tmp_path: Path) -> None:

@@ -21,9 +21,11 @@ from poisson_tasks.calibration import (
 )
 from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.cardjson import card_json, read_card_json
+from poisson_tasks.calibration.manifest import published_dir, read_manifest
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.verifier import Outcome
+from poisson_tasks.view.cardhtml import card_sections
 
 
 def card(
@@ -411,19 +413,32 @@ ORDER_ARMS = ["distractor:r0@k16", "distractor:r2@k16", "distractor:r4@k16"]
 @pytest.mark.parametrize(
     ("passes", "verdict", "saturated", "text"),
     [
-        # falls distinguishably, then no task moves (too small to call): decided yes
-        ((4, 2, 2), "yes", [], "non-increasing across the levels: yes."),
+        # falls distinguishably, then no task moves (too small to call): no estimate rises, yes
+        (
+            (4, 2, 2),
+            "yes",
+            [],
+            "Strict pass@1 non-increasing across the levels: yes (point estimates: never rise; "
+            "distinguishable: no rise, fall at r0@k16→r2@k16).",
+        ),
         # rises distinguishably from r0 to r2: decided no
-        ((2, 4, 4), "no", [], "no (r0@k16→r2@k16 rises distinguishably)"),
-        # r2 saturated: both pairs are left out, nothing rises: the data do not decide it
+        (
+            (2, 4, 4),
+            "no",
+            [],
+            "no (point estimates: rise at r0@k16→r2@k16; distinguishable: rise at r0@k16→r2@k16, "
+            "no fall)",
+        ),
+        # r2 saturated: both pairs are left out, no rise is called: the data do not decide it
         (
             (4, 5, 4),
             "cannot_tell",
             ["r2@k16"],
-            "cannot tell (r0@k16→r2@k16, r2@k16→r4@k16 left out)",
+            "cannot tell (point estimates: rise at r0@k16→r2@k16; distinguishable: no rise, no "
+            "fall; left out: r0@k16→r2@k16, r2@k16→r4@k16; saturated on strict: r2@k16)",
         ),
         # a saturated level is named even when another pair decides the ordering
-        ((5, 2, 4), "no", ["r0@k16"], "saturated on strict: `r0@k16`"),
+        ((5, 2, 4), "no", ["r0@k16"], "saturated on strict: r0@k16)"),
     ],
 )
 def test_ordering_is_read_from_the_paired_comparisons(
@@ -438,6 +453,67 @@ def test_ordering_is_read_from_the_paired_comparisons(
     assert order.verdict == verdict
     assert order.saturated == saturated
     assert text in render_document(a)
+
+
+def test_a_rising_estimate_too_small_to_call_is_never_read_as_non_increasing(
+    tmp_path: Path,
+) -> None:
+    """r2's estimate rises above r0's by one attempt in a hundred: too small for the design to
+    call, so the ordering cannot tell, and the card names the rise and what was called."""
+    n = 20
+    lines = (
+        _rates_lines("distractor:r0@k16", [3] * n, 5)
+        + _rates_lines("distractor:r2@k16", [3] * (n - 1) + [4], 5)
+        + _rates_lines("distractor:r4@k16", [3] * (n - 1) + [4], 5)
+    )
+    a = card(tmp_path, ORDER_ARMS, range(n), 5, lines)
+    table = a.knobs[0]
+    assert [c.verdict for c in table.comparisons] == ["too_small", "too_small"]
+    order = table.ordering_strict
+    assert order.verdict == "cannot_tell"
+    assert order.estimate_rises == ["r0@k16→r2@k16"]
+    assert order.rising == [] and order.falling == [] and order.left_out == []
+    assert (
+        "Strict pass@1 non-increasing across the levels: cannot tell (point estimates: rise at "
+        "r0@k16→r2@k16; distinguishable: no rise, no fall)."
+    ) in render_document(a)
+    assert (
+        "<li>strict pass@1 non-increasing across the levels: <strong>cannot tell</strong> "
+        "<span class=dim>(point estimates: rise at r0@k16→r2@k16; distinguishable: no rise, "
+        "no fall)</span></li>"
+    ) in card_sections(a)
+
+
+def test_no_published_ordering_reads_yes_over_a_rising_estimate() -> None:
+    """Every published card's ordering agrees with its own rows: yes only where no level's point
+    estimate rises above the one before it, and every estimate rise is named (card.json as
+    written, read as plain JSON)."""
+    checked = 0
+    yes_over_a_rise: list[tuple[str, str, str]] = []
+    unnamed: list[tuple[str, str, str]] = []
+    for name in read_manifest():
+        data = json.loads((published_dir() / name / "card.json").read_bytes())
+        cells = {c["arm_id"]: c for c in data["cells"]}
+        for table in data["knobs"]:
+            levels = table["levels"]
+            for order in (table["ordering_strict"], table["ordering_leaky"]):
+                if order is None:
+                    continue
+                points = [cells[arm][order["rate"]]["pass_at_1"] for arm in levels]
+                rises = [
+                    f"{lo.split(':', 1)[1]}→{hi.split(':', 1)[1]}"
+                    for lo, hi, a, b in zip(levels, levels[1:], points, points[1:], strict=False)
+                    if b > a
+                ]
+                where = (name, table["knob"], order["rate"])
+                if rises and order["verdict"] == "yes":
+                    yes_over_a_rise.append(where)
+                if order.get("estimate_rises") != rises:
+                    unnamed.append(where)
+                checked += 1
+    assert checked == 9  # three cards: depth on strict and on leaky, distractor on strict
+    assert yes_over_a_rise == []
+    assert unnamed == []
 
 
 def test_every_printed_confidence_level_is_the_preregistered_one(tmp_path: Path) -> None:

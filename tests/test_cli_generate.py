@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from poisson_tasks.cli import app
 from poisson_tasks.generator import generate
-from poisson_tasks.pins import pinned_bundle
+from poisson_tasks.pins import measure_pins, pinned_bundle
+from poisson_tasks.pins.rows import ROW_IDS, ROWS
 
 runner = CliRunner()
 
@@ -37,6 +38,24 @@ def test_show_prints_the_whole_task() -> None:
     for key in b.negative_controls:
         assert f"{key}:" in out
     assert "-> passed" not in out.split("== negative controls")[1]
+
+
+def test_show_prints_every_pin_rows_figure() -> None:
+    """--show prints the bundle's pins (the spec's `pins` field) as --json carries them: one line
+    per row, its figure on this bundle, and what the row holds."""
+    res = runner.invoke(app, ["generate", "depth:d1+h8", "--seed", "0", "--show"])
+    assert res.exit_code == 0, res.output
+    pins = res.output.split("== pins", 1)[1].splitlines()[1:]
+    measured = measure_pins(generate("depth:d1+h8", 0))
+    assert [line.split()[0] for line in pins] == list(ROW_IDS)
+    for line, row in zip(pins, ROWS, strict=True):
+        if row.id in measured.measured:
+            assert row.figure is not None
+            assert line.split()[1] == str(row.figure(measured.value(row.id))).split()[0]
+        else:
+            assert line.split()[1] == "unmeasured"
+        assert line.endswith(row.holds)
+    assert "N9   " + str(measured.value("N9")["seeded_tokens"]) in res.output
 
 
 def test_json_is_the_canonical_bundle() -> None:

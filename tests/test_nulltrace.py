@@ -16,8 +16,8 @@ from poisson_tasks.arms import CONTROL_ARMS, KNOBS
 from poisson_tasks.bundle import Episode, TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.generator import generate
-from poisson_tasks.runner.nulltrace import read_turns, verdict_info
-from poisson_tasks.verifier import FormatReport, verify
+from poisson_tasks.runner.nulltrace import read_turns, scores, verdict_info
+from poisson_tasks.verifier import OUTCOMES, FormatReport, verify
 
 LEVELS = ["depth:d3", "faults:f2", "history:t300"]
 CONTROLS = [a for k in KNOBS for a in CONTROL_ARMS[k]]
@@ -169,3 +169,35 @@ def test_seeded_history_is_prompt_not_the_models_turns() -> None:
     wire = null_trace(bundle, turns)
     got, _, _, replies, _ = read_turns(wire)
     assert got == turns and replies == len(turns) + 1
+
+
+@pytest.mark.parametrize(
+    ("arm", "control", "want"),
+    [
+        # strict is the strict reading on every arm; arm_pass is the arm's own strictness
+        ("depth:d3/leaky", "overshoot", {"strict": 0.0, "arm_pass": 1.0, "leaky_pass": 1.0}),
+        (
+            "depth:d3/leaky",
+            "collateral_mutation",
+            {"strict": 0.0, "arm_pass": 1.0, "leaky_pass": 1.0},
+        ),
+        ("depth:d3", "overshoot", {"strict": 0.0, "arm_pass": 0.0, "leaky_pass": 1.0}),
+        ("depth:d3/leaky", "wrong_state", {"strict": 0.0, "arm_pass": 0.0, "leaky_pass": 0.0}),
+    ],
+)
+def test_the_exports_strict_reward_is_strict_on_a_leaky_arm(
+    arm: str, control: str, want: dict[str, float]
+) -> None:
+    bundle = generate(arm, 0)
+    info = verdict_info(bundle, null_trace(bundle, bundle.negative_controls[control].turns))
+    assert info["outcome"] == control
+    got = scores(info)
+    assert {k: got[k] for k in want} == want
+    assert got["outcome"] == float(OUTCOMES.index(control))
+
+
+def test_a_passing_episode_scores_one_on_every_reading() -> None:
+    bundle = generate("depth:d3/leaky", 0)
+    info = verdict_info(bundle, null_trace(bundle, [[c] for c in bundle.reference_calls]))
+    got = scores(info)
+    assert (got["strict"], got["arm_pass"], got["leaky_pass"]) == (1.0, 1.0, 1.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -10,14 +11,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id, levels
+from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id
 from poisson_tasks.bundle import PromptParts, TaskBundle
 from poisson_tasks.cli import app
-from poisson_tasks.domain.engine import LINE_BYTES
+from poisson_tasks.domain.engine import LINE_BYTES, format_line, read_payload
 from poisson_tasks.domain.ledger import EngineConfig, FaultPlan, ToolBinding
 from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
 from poisson_tasks.generator.assemble import BUILDERS
+from poisson_tasks.generator.scenario import Scenario, draw_scenario
 from poisson_tasks.pins import (
     BY_ID,
     ROW_IDS,
@@ -33,7 +35,7 @@ from poisson_tasks.pins import (
 )
 from poisson_tasks.pins.holding import Outcome
 from poisson_tasks.prereg import load_preregistration
-from poisson_tasks.transcript import history_tokens
+from poisson_tasks.transcript import BAND, exchange, history_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 THIRTY = tuple(f"N{i}" for i in (*range(1, 14), *range(19, 36)))
@@ -223,25 +225,101 @@ def test_a_control_whose_higher_arm_is_absent_is_held_against_a_generated_one() 
 
     report = check_pins(contrast("depth", only=("depth:d1", "depth:d1+h8")), companion=companion)
     assert report.verdict("N9") == "held"
-    assert sorted(calls) == ["depth:d5", "depth:d8"]
+    assert sorted(calls) == ["depth:d8"]
 
 
 # ------------------------------------------------------------------ N9, N7, N5 as defined
 
 
-def test_depth_band_is_between_the_next_lower_and_the_higher_transcript() -> None:
-    bundles = contrast("depth", 5)
+@pytest.mark.parametrize("seed", [0, 7, 31])
+def test_depth_band_is_the_higher_transcript_less_the_controls_own_within_two(seed: int) -> None:
+    bundles = contrast("depth", seed)
     t = {
-        lv: measure_pins(bundles[f"depth:d{lv}"]).value("N9")["transcript_tokens"]
-        for lv in levels("depth")
+        arm: measure_pins(bundles[arm]).value("N9")["transcript_tokens"]
+        for arm in ("depth:d2", "depth:d5", "depth:d8", "depth:d1+h8", "depth:d2+h5")
     }
     report = check_pins(bundles)
     detail = next(r.detail for r in report.rows if r.row == "N9")
-    d1h8 = re.search(r"depth:d1\+h8 (-?\d+)<(\d+)<=(\d+)", detail)
-    d2h5 = re.search(r"depth:d2\+h5 (-?\d+)<(\d+)<=(\d+)", detail)
+    d1h8 = re.search(r"depth:d1\+h8 (-?\d+)<=(\d+)<=(\d+)", detail)
+    d2h5 = re.search(r"depth:d2\+h5 (-?\d+)<=(\d+)<=(\d+)", detail)
     assert d1h8 and d2h5
-    assert (int(d1h8[1]), int(d1h8[3])) == (t[5] - t[1], t[8] - t[1])
-    assert (int(d2h5[1]), int(d2h5[3])) == (t[3] - t[2], t[5] - t[2])
+    want_d1h8 = t["depth:d8"] - t["depth:d1+h8"]
+    want_d2h5 = t["depth:d5"] - t["depth:d2+h5"]
+    assert (int(d1h8[1]), int(d1h8[3])) == (want_d1h8 - BAND, want_d1h8 + BAND)
+    assert (int(d2h5[1]), int(d2h5[3])) == (want_d2h5 - BAND, want_d2h5 + BAND)
+    assert report.verdict("N9") == "held"
+
+
+def test_n9_refuses_a_control_seeded_one_read_call_per_missing_stage() -> None:
+    """The depth controls were once seeded with one read call per stage they stand in for (seven
+    for d1+h8): 48 to 106 tokens short of what a depth-8 episode adds, at seeds 0-59. N9 refuses
+    that history; the generated control is held."""
+    bundles = contrast("depth", 0)
+    control = bundles["depth:d1+h8"]
+    sc = draw_scenario("eval", 0)
+    reads = [b.name for b in control.engine.bindings if b.kind == "read"]
+    pairs: list[dict[str, Any]] = []
+    for i in range(7):  # the old rule: the scenario's i-th query on the block's i-th read tool
+        name, query = reads[i % len(reads)], sc.queries[i % len(sc.queries)]
+        line = format_line(i + 1, "ok", read_payload(sc.key, name, query))
+        pairs += exchange(f"call_seed_{i + 1}", name, {"query": query}, line)
+    old = _history(control, pairs)
+    assert check_pins(bundles).verdict("N9") == "held"
+    report = check_pins({**bundles, old.arm_id: old})
+    assert report.verdict("N9") == "violated"
+    (problem,) = [v for v in report.violations if v.row == "N9"]
+    assert "depth:d1+h8" in problem.arms
+
+
+def _bystander_code(b: TaskBundle, code: str) -> TaskBundle:
+    """The bundle whose bystander (the scenario's sibling record) holds another entry code."""
+    sibling = draw_scenario(b.split, b.seed).sibling_id
+    rows = [r._replace(token=code) if r.record_id == sibling else r for r in b.initial_state]
+    return _engine(b, rows=tuple(sorted(rows))).model_copy(update={"initial_state": rows})
+
+
+def _seeded_query(b: TaskBundle, query: str) -> TaskBundle:
+    """The bundle whose first seeded read call asks another query (its answer left as it was)."""
+    assert isinstance(b.prompt, list)
+    ask = b.prompt[1]
+    call = ask["tool_calls"][0]
+    arguments = json.dumps({"query": query}, sort_keys=True)
+    changed = {**call, "function": {**call["function"], "arguments": arguments}}
+    return _history(b, [{**ask, "tool_calls": [changed]}, *b.prompt[2:]])
+
+
+@pytest.mark.parametrize(
+    ("knob", "arm", "tamper", "field"),
+    [
+        ("depth", "depth:d3", lambda b: _bystander_code(b, "0" * 12), "sibling_code"),
+        ("history", "history:t600", lambda b: _seeded_query(b, "f" * 32), "queries"),
+    ],
+)
+def test_n1_holds_every_seed_drawn_field_not_only_six(
+    knob: str, arm: str, tamper: Callable[[TaskBundle], TaskBundle], field: str
+) -> None:
+    """N1 once measured six seed-drawn values (split, seed, key, class, record, entry code): a
+    bundle whose bystander code or seeded query was not its scenario's passed it."""
+    bundles = contrast(knob, 2)
+    assert measure_pins(bundles[arm]).value("N1")["departures"] == []
+    report = check_pins({**bundles, arm: tamper(bundles[arm])})
+    assert "N1" in report.violated_rows
+    (problem,) = [v for v in report.violations if v.row == "N1"]
+    assert problem.arms == [arm] and field in problem.detail
+
+
+def test_n1_reads_every_scenario_field_on_every_knob() -> None:
+    """Every field of the scenario is either read off the bundle by N1 or is N2's (the layout)."""
+    sc = draw_scenario("eval", 4)
+    named = {"split", "seed", "layout"}
+    for k in KNOBS:
+        for spec in all_arms(k):
+            value = measure_pins(generate(spec, 4)).value("N1")
+            assert value["departures"] == [], spec.id
+            assert value["scenario"] == sc.digest()
+    source = (ROOT / "src/poisson_tasks/pins/rows/scenario.py").read_text(encoding="utf-8")
+    read = {f for f in Scenario.__dataclass_fields__ if f"sc.{f}" in source}
+    assert read | named == set(Scenario.__dataclass_fields__)
 
 
 def test_n5_only_reports_even_when_the_block_grows() -> None:
@@ -430,8 +508,9 @@ def _lookalikes(b: TaskBundle) -> list[ToolBinding]:
 def break_n19(c: Bundles) -> Bundles:
     b = c["similarity:s2"]
     first = _lookalikes(b)[0]
+    target = b.goal[0].ledger  # the tool now works the target's ledger: no longer a lookalike
     binds = tuple(
-        x.model_copy(update={"ledger": "zzz-0001"}) if x == first else x for x in b.engine.bindings
+        x.model_copy(update={"ledger": target}) if x == first else x for x in b.engine.bindings
     )
     return {b.arm_id: _engine(b, bindings=binds)}
 
@@ -557,8 +636,9 @@ def break_n32(c: Bundles) -> Bundles:
 
 def break_n33(c: Bundles) -> Bundles:
     b = c["shape:w2"]
-    last = b.tool_names[-1]
-    assert views.bindings(b)[last].kind == "read"
+    reads = [x.name for x in b.engine.bindings if x.kind == "read"]
+    order = draw_scenario(b.split, b.seed).reads
+    last = max(reads, key=order.index)  # the scenario's last read: the rest stay its first reads
     return {
         b.arm_id: _engine(
             b.model_copy(update={"tools": b.tools[:-1]}),

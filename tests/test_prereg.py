@@ -115,6 +115,31 @@ def test_reference_cards_share_the_published_tasks() -> None:
         )
 
 
+# vLLM reads these sampler settings from a model's generation_config.json when a request leaves
+# them out; each value here is the one that turns the setting off (OpenAI's API has none of them).
+_NEUTRAL_SAMPLER = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
+
+
+def test_the_two_published_model_registrations_declare_one_decoding() -> None:
+    """The spec ran Qwen3-8B with gpt-5-nano's decoding (reading-a-card.md, "Same tasks, seeds,
+    attempts and decoding as gpt-5-nano"): the same temperature, top_p and completion limit. What
+    may differ is each provider's own switch: OpenAI's reasoning_effort, and Qwen's thinking
+    switch, off, in the chat template; vLLM's extra sampler settings are sent, each at its neutral
+    value, so the model's own sampling defaults cannot apply."""
+    nano = load_preregistration(PREREGS / "published.yaml").preregistration
+    qwen = load_preregistration(PREREGS / "published-qwen3-8b-vllm.yaml").preregistration
+    assert (nano.model.provider, qwen.model.provider) == ("openai", "vllm")
+    same = ("temperature", "top_p", "max_completion_tokens", "seed")
+    assert [getattr(qwen.decoding, f) for f in same] == [getattr(nano.decoding, f) for f in same]
+    assert (nano.decoding.temperature, nano.decoding.top_p) == (1.0, 1.0)
+    assert (nano.decoding.reasoning_effort, qwen.decoding.reasoning_effort) == ("low", None)
+    assert nano.decoding.extra_body == {}
+    extra = dict(qwen.decoding.extra_body)
+    assert extra.pop("chat_template_kwargs") == {"enable_thinking": False}
+    assert extra == _NEUTRAL_SAMPLER
+    assert (qwen.design, qwen.thresholds) == (nano.design, nano.thresholds)
+
+
 def test_knob_probe_covers_the_seven_newer_knobs_with_controls() -> None:
     plan = load_preregistration(PREREGS / "knob-probe.yaml")
     knobs = {a.split(":")[0] for a in plan.arms}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from poisson_tasks.bundle import TaskBundle, ToolCall
+from poisson_tasks.pins.rows import ROWS
 from poisson_tasks.verifier import verify
 
 
@@ -75,4 +76,23 @@ def render_bundle(bundle: TaskBundle) -> str:
     add(f"engine_hash     {bundle.engine_hash}")
     add(f"generator_hash  {bundle.generator_hash}")
     add(f"vocabulary_hash {bundle.vocabulary_hash}")
+    add("")
+    out += _pins(bundle)
     return "\n".join(out)
+
+
+def _pins(bundle: TaskBundle) -> list[str]:
+    """The pin ledger's measurements of this bundle: each row's figure and what the row holds."""
+    if not bundle.pins:
+        return [
+            "== pins",
+            "not measured on this bundle: pins.pinned_bundle(arm, seed) measures them",
+        ]
+    out = ["== pins (each row's figure on this bundle; `generate --arms` holds them across arms)"]
+    for row in ROWS:
+        if row.id in bundle.pins and row.figure is not None:
+            figure = str(row.figure(bundle.pins[row.id]))
+        else:
+            figure = "unmeasured"
+        out.append(f"{row.id:<4} {figure:<24} {row.holds}")
+    return out

@@ -4,10 +4,11 @@ carries for an earlier call, and the one token measure of seeded history."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from poisson_tasks.bundle import canonical_json
+from poisson_tasks.bundle import ToolCall, canonical_json
 from poisson_tasks.tokens import count_tokens
 
 BAND = 2  # every "within two tokens" row of the pin ledger
@@ -29,6 +30,17 @@ def exchange(call_id: str, name: str, arguments: dict[str, str], line: str) -> l
         },
         {"role": "tool", "tool_call_id": call_id, "content": line},
     ]
+
+
+def call_transcript(calls: Sequence[ToolCall], lines: Sequence[str]) -> list[dict[str, Any]]:
+    """Calls and the engine's answers as the message pairs an episode adds, numbered call_seed_1..
+    and rendered as seeded history is: what a depth control's seeded history is matched against
+    (pin N9), and how the generator sizes it."""
+    out: list[dict[str, Any]] = []
+    for index, (call, line) in enumerate(zip(calls, lines, strict=True)):
+        arguments = {str(k): str(v) for k, v in (call.arguments or {}).items()}
+        out += exchange(f"call_seed_{index + 1}", call.name, arguments, line)
+    return out
 
 
 def history_tokens(messages: list[dict[str, Any]]) -> int:

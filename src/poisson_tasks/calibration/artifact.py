@@ -211,21 +211,28 @@ class Comparison(_Frozen):
 
 
 class Ordering(_Frozen):
-    """Is pass@1 non-increasing across a knob's levels, read from the adjacent comparisons?
+    """Is pass@1 non-increasing across a knob's levels? What the point estimates and the adjacent
+    comparisons each say, and the verdict read from both.
 
-    yes: every adjacent pair is distinguishable with the rate falling, or too small to call.
+    estimate_rises names the adjacent pairs whose point estimate rises (the upper level's pass@1
+    above the lower's); no_estimate the levels with none (withheld or empty). rising and falling
+    name the pairs distinguishable with the rate rising and falling; left_out the pairs the design
+    does not compare; saturated the levels saturated on the rate.
+    yes: every adjacent pair is compared, and no point estimate rises.
     no: at least one pair is distinguishable with the rate rising.
-    cannot_tell: no pair rises, but at least one pair is left out (a saturated, withheld or empty
-    level), so the data do not decide it.
+    cannot_tell: no rise is distinguishable, but a point estimate rises (too small to call) or a
+    pair is left out, so the data do not decide it.
     single_level: the knob has one level on the card, so there is nothing to order.
-    saturated names the levels saturated on the rate.
     """
 
     rate: Rate
     verdict: Literal["yes", "no", "cannot_tell", "single_level"]
-    saturated: list[str]
+    estimate_rises: list[str]
+    no_estimate: list[str]
     rising: list[str]
+    falling: list[str]
     left_out: list[str]
+    saturated: list[str]
 
 
 class KnobTable(_Frozen):

@@ -4,13 +4,13 @@ A pair is distinguishable only when its paired interval (at the pre-registered c
 excludes zero, the difference is at least the declared resolution, and the exact sign test over
 the seeds whose rate differs agrees at the same level; otherwise it is too small for this design
 to call. A pair that holds a level saturated on the rate compared (or a withheld
-or empty cell) is left out, with the reason, and is never called. The ordering of a knob is read
-from these comparisons, never from point estimates.
+or empty cell) is left out, with the reason, and is never called. The ordering of a knob says
+what its point estimates show and what these comparisons can call, each apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Literal
 
@@ -21,7 +21,7 @@ from poisson_tasks.calibration.intervals import paired_interval
 from poisson_tasks.calibration.stats import Interval, call_pair
 from poisson_tasks.prereg import Thresholds
 
-__all__ = ["compare_adjacent", "knob_table", "ordering"]
+__all__ = ["compare_adjacent", "knob_table", "ordering", "ordering_reading"]
 
 
 def _saturated(cell: Cell, rate: Rate) -> bool | None:
@@ -117,37 +117,76 @@ def compare_adjacent(
     )
 
 
-def ordering(levels: Sequence[Cell], comparisons: Sequence[Comparison], rate: Rate) -> Ordering:
-    """Is pass@1 non-increasing across the levels, as the paired comparisons on `rate` decide?
+def _estimate(cell: Cell, rate: Rate) -> float | None:
+    figure = cell.strict if rate == "strict" else cell.leaky
+    return None if figure is None or not cell.published else figure.pass_at_1
 
-    no when a pair is distinguishable with the rate rising; yes when every pair is distinguishable
-    with the rate falling or too small to call; single_level when the knob has one level, so
-    there is nothing to order; otherwise cannot_tell, naming the pairs left out.
+
+def ordering(levels: Sequence[Cell], comparisons: Sequence[Comparison], rate: Rate) -> Ordering:
+    """Is pass@1 non-increasing across the levels? Read from the point estimates and from the
+    paired comparisons on `rate`, each named, so the verdict never hides a rising estimate.
+
+    no when a pair is distinguishable with the rate rising; yes when every pair is compared and
+    no point estimate rises; single_level when the knob has one level, so there is nothing to
+    order; otherwise cannot_tell (an estimate rises too little to call, or a pair is left out).
     Levels saturated on the rate are named whatever the verdict.
     """
     mine = [c for c in comparisons if c.rate == rate]
-    rising = [
-        f"{_level(c.lower)}→{_level(c.upper)}"
-        for c in mine
-        if c.verdict == "distinguishable" and (c.diff or 0.0) < 0.0
+
+    def pairs(keep: Callable[[Comparison], bool]) -> list[str]:
+        return [f"{_level(cmp.lower)}→{_level(cmp.upper)}" for cmp in mine if keep(cmp)]
+
+    rising = pairs(lambda cmp: cmp.verdict == "distinguishable" and (cmp.diff or 0.0) < 0.0)
+    falling = pairs(lambda cmp: cmp.verdict == "distinguishable" and (cmp.diff or 0.0) > 0.0)
+    left = pairs(lambda cmp: cmp.verdict == "left_out")
+    estimates = [_estimate(cell, rate) for cell in levels]
+    estimate_rises = [
+        f"{_short(lo)}→{_short(hi)}"
+        for (lo, a), (hi, b) in pairwise(zip(levels, estimates, strict=True))
+        if a is not None and b is not None and b > a
     ]
-    left = [f"{_level(c.lower)}→{_level(c.upper)}" for c in mine if c.verdict == "left_out"]
     verdict: Literal["yes", "no", "cannot_tell", "single_level"]
     if len(levels) < 2:
         verdict = "single_level"
     elif rising:
         verdict = "no"
-    elif left:
+    elif left or estimate_rises:
         verdict = "cannot_tell"
     else:
         verdict = "yes"
     return Ordering(
         rate=rate,
         verdict=verdict,
-        saturated=[_short(c) for c in levels if _saturated(c, rate)],
+        estimate_rises=estimate_rises,
+        no_estimate=[_short(c) for c, e in zip(levels, estimates, strict=True) if e is None],
         rising=rising,
+        falling=falling,
         left_out=left,
+        saturated=[_short(c) for c in levels if _saturated(c, rate)],
     )
+
+
+def _pairs(what: str, pairs: Sequence[str]) -> str:
+    return f"{what} at {', '.join(pairs)}"
+
+
+def ordering_reading(ordering: Ordering) -> str:
+    """What an ordering verdict was read from, as plain text: the point estimates, then what the
+    adjacent comparisons call, then the pairs left out and the saturated levels."""
+    rises = _pairs("rise", ordering.estimate_rises) if ordering.estimate_rises else ""
+    estimates = rises or "never rise"
+    if ordering.no_estimate:
+        estimates = f"none at {', '.join(ordering.no_estimate)}; {rises or 'never rise elsewhere'}"
+    called = [
+        _pairs("rise", ordering.rising) if ordering.rising else "no rise",
+        _pairs("fall", ordering.falling) if ordering.falling else "no fall",
+    ]
+    parts = [f"point estimates: {estimates}", f"distinguishable: {', '.join(called)}"]
+    if ordering.left_out:
+        parts.append(f"left out: {', '.join(ordering.left_out)}")
+    if ordering.saturated:
+        parts.append(f"saturated on {ordering.rate}: {', '.join(ordering.saturated)}")
+    return "; ".join(parts)
 
 
 def _level(arm_id: str) -> str:

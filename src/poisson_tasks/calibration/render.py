@@ -26,6 +26,7 @@ from poisson_tasks.calibration.artifact import (
     Reproducibility,
     ServingObserved,
 )
+from poisson_tasks.calibration.comparisons import ordering_reading
 from poisson_tasks.calibration.provenance import Provenance, ServingInfo
 from poisson_tasks.calibration.statements import stale_text
 from poisson_tasks.hashes import describe_environment_hash
@@ -327,15 +328,11 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
 
 
 def _ordering(ordering: Ordering) -> str:
-    if ordering.verdict == "yes":
-        text = "yes"
-    elif ordering.verdict == "no":
-        text = f"no ({', '.join(ordering.rising)} rises distinguishably)"
-    else:
-        text = f"cannot tell ({', '.join(ordering.left_out)} left out)"
-    if ordering.saturated:
-        text += f"; saturated on {ordering.rate}: {', '.join(f'`{s}`' for s in ordering.saturated)}"
-    return text
+    verdict = ordering.verdict.replace("_", " ")
+    return (
+        f"{ordering.rate.capitalize()} pass@1 non-increasing across the levels: {verdict} "
+        f"({ordering_reading(ordering)})."
+    )
 
 
 def _knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
@@ -369,13 +366,9 @@ def _knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
             f"Ordering: the card has one level of `{table.knob}`, so there is nothing to order.",
         ]
         return out
-    order = (
-        "Ordering, read from the adjacent comparisons: strict pass@1 non-increasing across the "
-        f"levels: {_ordering(table.ordering_strict)}."
-    )
-    if table.ordering_leaky is not None:
-        order += f" Leaky pass@1 non-increasing: {_ordering(table.ordering_leaky)}."
-    out += ["", order]
+    orderings = [table.ordering_strict, table.ordering_leaky]
+    order = " ".join(_ordering(o) for o in orderings if o is not None)
+    out += ["", f"Ordering, from the point estimates and the adjacent comparisons. {order}"]
     return out
 
 

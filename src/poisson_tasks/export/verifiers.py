@@ -9,9 +9,10 @@ engine, and its verdict is `verifier.verify` on the calls the trace records, cop
     vf-eval poisson_tasks.export.verifiers --env.taskset.arms '["depth:d3"]' \
         --env.taskset.tasks 5 --model oracle --client.base-url http://127.0.0.1:8000/v1 --no-push
 
-Reward `strict` is 1.0 when the verifier's strict reading passes; metrics `leaky_pass`,
-`model_calls`, `tool_calls` and `outcome` (the label's index in verifier.OUTCOMES; the label itself
-is `trace.info["verdict"]["outcome"]`). The `PoissonEnv` pins the null harness on the subprocess
+Reward `strict` is 1.0 when the verifier's strict reading passes, on a /leaky arm too; metrics
+`arm_pass` (the arm's own strictness: leaky on a /leaky arm), `leaky_pass`, `model_calls`,
+`tool_calls` and `outcome` (the label's index in verifier.OUTCOMES; the label itself is
+`trace.info["poisson_tasks"]["outcome"]`); `runner.nulltrace.scores` computes them. The `PoissonEnv` pins the null harness on the subprocess
 runtime, its chat program run by this interpreter (`export.harness`: nothing fetched at run time),
 and caps each rollout at the taskset's turn limit (32, or the pre-registration's).
 """
@@ -33,8 +34,7 @@ from poisson_tasks.errors import PoissonError
 from poisson_tasks.export.tools import LedgerTools
 from poisson_tasks.generator import generate
 from poisson_tasks.prereg import Slot, derive_seeds, load_preregistration
-from poisson_tasks.runner.nulltrace import TRACE_INFO_KEY, verdict_info
-from poisson_tasks.verifier import OUTCOMES
+from poisson_tasks.runner.nulltrace import TRACE_INFO_KEY, scores, verdict_info
 
 TASKSET_ID = "poisson-tasks-verifiers"
 # The harness the env runs: verifiers imports a harness id as a module, and the taskset's own
@@ -75,18 +75,11 @@ class PoissonTask(vf.Task[PoissonTaskData]):
 
     @vf.reward
     async def strict(self, trace: vf.Trace) -> float:
-        return 1.0 if _verdict(trace).get("passed") else 0.0
+        return scores(_verdict(trace))["strict"]
 
     @vf.metric
     async def episode(self, trace: vf.Trace) -> dict[str, float]:
-        verdict = _verdict(trace)
-        outcome = verdict.get("outcome")
-        return {
-            "leaky_pass": 1.0 if verdict.get("leaky_pass") else 0.0,
-            "model_calls": float(verdict.get("model_calls", 0)),
-            "tool_calls": float(verdict.get("tool_calls", 0)),
-            "outcome": float(OUTCOMES.index(outcome)) if outcome in OUTCOMES else -1.0,
-        }
+        return {k: v for k, v in scores(_verdict(trace)).items() if k != "strict"}
 
 
 def _verdict(trace: vf.Trace) -> dict[str, Any]:

@@ -69,19 +69,6 @@ def climb(
     return calls
 
 
-def seeded_history(
-    sc: Scenario, reads: list[str], count: int, first_seq: int = 1
-) -> list[dict[str, Any]]:
-    """`count` earlier read calls, each answered ok, as assistant/tool message pairs."""
-    out: list[dict[str, Any]] = []
-    for i in range(count):
-        name = reads[i % len(reads)]
-        query = sc.queries[i % len(sc.queries)]
-        line = format_line(first_seq + i, "ok", read_payload(sc.key, name, query))
-        out.extend(exchange(f"call_seed_{i + 1}", name, {"query": query}, line))
-    return out
-
-
 # --- shared by the seven newer knobs (similarity ... spread) -------------------------------------
 
 BASE_GOAL = 2  # the newer knobs' base task: two chained stage calls, stage 0 -> 2

@@ -14,7 +14,7 @@ from poisson_tasks.bundle import TaskBundle, canonical_json
 from poisson_tasks.domain.engine import line_status
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.tokens import count_tokens
-from poisson_tasks.transcript import exchange, history_tokens
+from poisson_tasks.transcript import call_transcript, exchange, history_tokens
 
 _WORD = re.compile(r"[a-z0-9]+")
 MIN_WORD = 4  # shorter words ("is", "in", "a") sit inside tool names by chance, not by cue
@@ -124,12 +124,7 @@ def tokens(text: str) -> int:
 
 def transcript(bundle: TaskBundle) -> list[dict[str, Any]]:
     """The reference solution as the message pairs an episode adds, rendered like seeded history."""
-    out: list[dict[str, Any]] = []
-    for index, (call, line) in enumerate(
-        zip(bundle.reference_calls, bundle.reference_observations, strict=True)
-    ):
-        out += exchange(f"call_seed_{index + 1}", call.name, _str_args(call.arguments), line)
-    return out
+    return call_transcript(bundle.reference_calls, bundle.reference_observations)
 
 
 def failed_transcript(bundle: TaskBundle) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from typing import Any
 from poisson_tasks.bundle import TaskBundle, ToolCall
 from poisson_tasks.runner.endpoint import parse_tool_call
 from poisson_tasks.runner.textcalls import looks_like_tool_call
-from poisson_tasks.verifier import FormatReport, Outcome, verify
+from poisson_tasks.verifier import OUTCOMES, FormatReport, Outcome, verify
 
 TRACE_INFO_KEY = "poisson_tasks"
 PROVIDER_STOPS = frozenset({"provider_error"})
@@ -198,4 +198,23 @@ def verdict_info(bundle: TaskBundle, wire: Mapping[str, Any]) -> dict[str, Any]:
         "goal_stages": list(verdict.goal_stages),
         "final_state": [list(r) for r in verdict.final_state],
         "error": error,
+    }
+
+
+def scores(info: Mapping[str, Any]) -> dict[str, float]:
+    """The export's reward and metrics from a verdict (`verdict_info`'s JSON).
+
+    `strict` is the strict reading whatever the arm's strictness: 1.0 only when the strict label
+    is passed. `arm_pass` is the reading under the arm's own strictness (the verdict's `passed`:
+    leaky on a /leaky arm), `leaky_pass` the leaky reading; `outcome` is the label's index in
+    verifier.OUTCOMES, -1.0 for a label outside it.
+    """
+    outcome = info.get("outcome")
+    return {
+        "strict": 1.0 if info.get("strict_label") == "passed" else 0.0,
+        "arm_pass": 1.0 if info.get("passed") else 0.0,
+        "leaky_pass": 1.0 if info.get("leaky_pass") else 0.0,
+        "model_calls": float(info.get("model_calls", 0)),
+        "tool_calls": float(info.get("tool_calls", 0)),
+        "outcome": float(OUTCOMES.index(outcome)) if outcome in OUTCOMES else -1.0,
     }

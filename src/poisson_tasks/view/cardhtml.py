@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
+from poisson_tasks.calibration.comparisons import ordering_reading
 from poisson_tasks.verifier import OUTCOMES
 
 __all__ = ["card_sections", "outcome_bar", "plot", "tree"]
@@ -233,17 +234,14 @@ def _ordering(table: KnobTable) -> str:
     for ordering in (table.ordering_strict, table.ordering_leaky):
         if ordering is None:
             continue
-        extra = []
-        if ordering.left_out:
-            extra.append("left out: " + ", ".join(ordering.left_out))
-        if ordering.rising:
-            extra.append("rising: " + ", ".join(ordering.rising))
-        if ordering.saturated:
-            extra.append("saturated: " + ", ".join(ordering.saturated))
         lines.append(
             f"<li>{_e(ordering.rate)} pass@1 non-increasing across the levels: "
             f"<strong>{_e(ordering.verdict.replace('_', ' '))}</strong>"
-            + (f" <span class=dim>({_e('; '.join(extra))})</span>" if extra else "")
+            + (
+                ""
+                if ordering.verdict == "single_level"
+                else f" <span class=dim>({_e(ordering_reading(ordering))})</span>"
+            )
             + "</li>"
         )
     return f"<ul class=ordering>{''.join(lines)}</ul>"

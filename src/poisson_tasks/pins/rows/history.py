@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from poisson_tasks.arms import levels
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.domain.ledger import EngineConfig
 from poisson_tasks.pins import views
@@ -23,23 +22,16 @@ def _measure_n9(facts: BundleFacts) -> dict[str, Any]:
 
 
 def depth_band(contrast: Contrast, control: Arm) -> tuple[int, int]:
-    """N9's band for a depth control dL+hH: the seeded tokens S must satisfy lo < S <= hi.
+    """N9's band for a depth control dL+hH: the seeded tokens S must satisfy lo <= S <= hi.
 
-    With T(d) the token count of depth d's reference transcript: hi = T(H) - T(L), so the
-    control ends no longer than the depth-H episode; lo = T(P) - T(L), where P is the highest
-    candidate depth below H (L if none is higher), so it ends longer than the depth-P episode.
+    With T(d) the token count of depth d's reference transcript (the control's own for L), the
+    control ends its episode as long as the depth-H episode ends, within two tokens:
+    lo = T(H) - T(L) - BAND and hi = T(H) - T(L) + BAND.
     """
-    low, high = control.spec.level, control.spec.control or control.spec.level
-    below = [lv for lv in levels("depth") if control.spec.level < lv < high]
-    prev = max(below) if below else low
+    high = control.spec.control or control.spec.level
     t_low = control.value("N9")["transcript_tokens"]
-    t_prev = (
-        contrast.level_arm(control.spec, prev).measured["N9"]["transcript_tokens"]
-        if below
-        else t_low
-    )
     t_high = contrast.level_arm(control.spec, high).measured["N9"]["transcript_tokens"]
-    return t_prev - t_low, t_high - t_low
+    return t_high - t_low - BAND, t_high - t_low + BAND
 
 
 def _hold_n9(contrast: Contrast) -> Outcome:
@@ -48,10 +40,14 @@ def _hold_n9(contrast: Contrast) -> Outcome:
     for arm in contrast.controls:
         lo, hi = depth_band(contrast, arm)
         seeded = arm.value("N9")["seeded_tokens"]
-        bands.append(f"{arm.id} {lo}<{seeded}<={hi}")
-        if not lo < seeded <= hi:
+        bands.append(f"{arm.id} {lo}<={seeded}<={hi}")
+        if not lo <= seeded <= hi:
             out.problems.append(
-                ([arm.id], f"seeded {seeded} tokens, outside the band ({lo}, {hi}]")
+                (
+                    [arm.id],
+                    f"seeded {seeded} tokens; the higher arm's episode ends {hi - BAND - seeded:+d} "
+                    f"longer, outside the band [{lo}, {hi}]",
+                )
             )
     out.detail = "; ".join(bands)
     return out
@@ -165,7 +161,8 @@ ROWS: tuple[PinRow, ...] = (
         id="N9",
         who=("depth controls",),
         mode="refused",
-        holds="a depth control's seeded history sits in its token band over the contrast",
+        holds="a depth control's seeded history is what the higher arm's episode adds over its "
+        "own level's, within two tokens",
         measure=_measure_n9,
         figure=lambda value: value["seeded_tokens"],
         hold=_hold_n9,

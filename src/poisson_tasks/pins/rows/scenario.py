@@ -5,15 +5,80 @@ from __future__ import annotations
 from typing import Any
 
 from poisson_tasks.arms import KNOBS
+from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.domain.engine import LINE_BYTES
+from poisson_tasks.generator.scenario import READ_NAMES, Scenario, draw_scenario
 from poisson_tasks.pins import views
 from poisson_tasks.pins.facts import BundleFacts
 from poisson_tasks.pins.holding import Contrast, Outcome, each, equal, short
 from poisson_tasks.pins.row import PinRow
 
+_BASE_ARGUMENTS = frozenset({"record_id", "token", "query"})
+_READS = frozenset(READ_NAMES)
+
+
+def _departures(bundle: TaskBundle, sc: Scenario) -> list[str]:
+    """The seed-drawn fields whose values the bundle shows otherwise than its scenario draws them.
+
+    Each field is read where a bundle carries it, on every knob: the key in the engine; the class,
+    record and ledger number in the goal; the entry, bystander and peer codes in the initial rows;
+    the reads and the decoy classes in the block (the first n of the scenario's order; a block of
+    a user's own tools is not seed-drawn, and N4 holds it); the stated
+    values in the stage tools and calls; the queries in the seeded and reference read calls. The
+    layout is N2's: the knobs place tools by different rules, and N2 holds each required tool's
+    slot across the contrast.
+    """
+    out: list[str] = []
+    goal = bundle.goal[0] if bundle.goal else None
+    if bundle.engine.key != sc.key:
+        out.append("key")
+    if views.goal_class(bundle) != sc.cls:
+        out.append("cls")
+    if goal is None or goal.record_id != sc.record_id:
+        out.append("record_id")
+    if views.entry_code(bundle) != sc.entry_code:
+        out.append("entry_code")
+    number = goal.ledger.partition("-")[2] if goal else ""
+    if number and number != str(sc.ledger_number):
+        out.append("ledger_number")
+    codes = {
+        sc.record_id: sc.entry_code,
+        sc.sibling_id: sc.sibling_code,
+        **dict(zip(sc.peer_ids, sc.peer_codes, strict=True)),
+    }
+    rows = {row[1]: row[3] for row in bundle.initial_state}
+    if rows.get(sc.sibling_id) != sc.sibling_code:
+        out.append("sibling_id" if sc.sibling_id not in rows else "sibling_code")
+    peers = {rid: code for rid, code in rows.items() if rid not in (sc.record_id, sc.sibling_id)}
+    if any(rid not in codes for rid in peers):
+        out.append("peer_ids")
+    elif any(codes[rid] != code for rid, code in peers.items()):
+        out.append("peer_codes")
+    reads = {b.name for b in bundle.engine.bindings if b.kind == "read"}
+    # a block holding a user's own tools (owntools.py) is not seed-drawn: N4 holds it
+    if reads <= _READS and reads != set(sc.reads[: len(reads)]):
+        out.append("reads")
+    stage_classes = {
+        b.ledger.partition("-")[0] for b in bundle.engine.bindings if b.kind == "stage"
+    }
+    decoys = stage_classes - {sc.cls}
+    if decoys != set(sc.other_classes[: len(decoys)]):
+        out.append("other_classes")
+    arguments = [c.arguments or {} for c in bundle.reference_calls]
+    arguments += [args or {} for _, _, args, _ in views.seeded_calls(bundle)]
+    stated = {value for b in bundle.engine.bindings for _, value in b.fixed}
+    stated |= {str(v) for args in arguments for k, v in args.items() if k not in _BASE_ARGUMENTS}
+    if not stated <= set(sc.extra_values):
+        out.append("extra_values")
+    joined = "".join(sc.queries) * 2
+    if any(str(args.get("query", "")) not in joined for args in arguments):
+        out.append("queries")
+    return out
+
 
 def _measure_n1(facts: BundleFacts) -> dict[str, Any]:
     bundle = facts.bundle
+    sc = draw_scenario(bundle.split, bundle.seed)
     return {
         "split": bundle.split,
         "seed": bundle.seed,
@@ -21,7 +86,27 @@ def _measure_n1(facts: BundleFacts) -> dict[str, Any]:
         "class": views.goal_class(bundle),
         "record_id": bundle.goal[0].record_id if bundle.goal else "",
         "entry_code": views.entry_code(bundle),
+        "scenario": sc.digest(),
+        "departures": _departures(bundle, sc),
     }
+
+
+def _hold_n1(contrast: Contrast) -> Outcome:
+    """Every arm shows its scenario's values, and the contrast shares one scenario."""
+    odd = each(
+        contrast,
+        "N1",
+        lambda arm: (
+            None
+            if not arm.value("N1")["departures"]
+            else "shows other values than its scenario draws for "
+            + ", ".join(arm.value("N1")["departures"])
+        ),
+        "every arm shows its scenario's values",
+    )
+    if odd.problems:
+        return odd
+    return equal(contrast, "N1", lambda value: value, "scenario")
 
 
 def _measure_n2(facts: BundleFacts) -> dict[str, Any]:
@@ -86,11 +171,11 @@ ROWS: tuple[PinRow, ...] = (
         id="N1",
         who=KNOBS,
         mode="refused",
-        holds="the scenario: split, seed, hidden key, task class, goal record and its entry code",
+        holds="the scenario: every seed-drawn field, each as the bundle shows it",
         note="every seed-drawn value comes from draw_scenario(split, seed) alone",
         measure=_measure_n1,
         figure=lambda value: f"{value['record_id']}/{short(value['key'])}",
-        hold=lambda contrast: equal(contrast, "N1", lambda value: value, "scenario"),
+        hold=_hold_n1,
     ),
     PinRow(
         id="N2",
