@@ -178,9 +178,11 @@ def test_the_runner_stops_on_a_failed_fsync_and_resumes(
     message = str(info.value)
     assert "\n" not in message and "Input/output error" in message
     assert "poisson-tasks run --resume" in message
-    kept = list(iter_episodes(out))  # the lines synced before the failure (three, unless an
-    # fsync ran late and met the fourth line too)
-    assert len(kept) <= 3 and (out / EPISODES).read_bytes().endswith(b"\n")
+    kept = list(iter_episodes(out))  # the lines synced before the failure: at most three, fewer
+    # when a late fsync met the fourth line first (under load, even the first fsync can; nothing is
+    # then durable and the file is cut back to empty)
+    data = (out / EPISODES).read_bytes()
+    assert len(kept) <= 3 and (data == b"" or data.endswith(b"\n"))
     session = read_header(out).sessions[-1]
     assert session.stop_reason == "interrupted" and session.episodes_written == len(kept)
     assert session.abandoned >= 1  # the line cut off: its spend is kept in the header
