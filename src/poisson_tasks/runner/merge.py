@@ -47,6 +47,7 @@ from poisson_tasks.bundle import digest
 from poisson_tasks.errors import MergeError, PreregistrationError
 from poisson_tasks.files import fsync_dir, lines_limited, open_regular, os_problem, write_all
 from poisson_tasks.prereg import Plan, Slot, validate_preregistration
+from poisson_tasks.registered import placement_free
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
@@ -60,7 +61,7 @@ from poisson_tasks.runfolder import (
     write_header,
 )
 from poisson_tasks.runner.folder import LOCK, check_creatable, differing_paths, now, resume_hint
-from poisson_tasks.runner.shard import partition, placement_free, slots_digest
+from poisson_tasks.runner.shard import partition, slots_digest
 from poisson_tasks.servingpin import compare_serving, session_facts
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
