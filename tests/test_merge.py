@@ -476,3 +476,28 @@ def test_merge_into_a_merged_folder_gives_advice_that_works(study: dict[str, Any
         f"{out} already holds the merge of 4 shard folders, which is not continued: choose a new "
         "--out folder (to redo the merge, move it away first)"
     )
+
+
+def test_a_shard_written_to_while_it_is_merged_is_refused(
+    study: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line changed after the checks read it (a writer that takes no lock, on a shared file
+    system) is never merged: the files are hashed again before the merged folder is renamed in."""
+    import poisson_tasks.runner.merge as merge
+
+    changed = _copy(study, 1, "s1-changing")
+    checked = merge._merged_header
+
+    def then_changed(shards: Any, names: Any) -> Any:
+        data = bytearray((changed / EPISODES).read_bytes())
+        at = data.index(b'"task_id":"') + len(b'"task_id":"')
+        data[at] = ord("0") if data[at] != ord("0") else ord("1")  # same length, still a line
+        (changed / EPISODES).write_bytes(bytes(data))
+        return checked(shards, names)
+
+    monkeypatch.setattr(merge, "_merged_header", then_changed)
+    _refused(
+        study,
+        [study["shards"][0], changed, *study["shards"][2:]],
+        f"{changed / EPISODES}: changed while it was merged",
+    )

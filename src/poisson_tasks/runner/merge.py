@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import fcntl
+import hashlib
 import os
 import shutil
 import tempfile
@@ -344,6 +345,25 @@ def _line(source: BinaryIO, offset: int, length: int, session: dict[int, int]) -
     return renumbered.model_dump_json().encode() + b"\n"
 
 
+def _check_unchanged(shard: ShardFolder, source: BinaryIO) -> None:
+    """The shard's lines are still the bytes scan_lines checked and hashed (its records_sha256):
+    a folder written to while it was merged is refused, not merged."""
+    end = shard.offsets[-1] + shard.lengths[-1] if shard.slots else 0
+    hasher = hashlib.sha256()
+    source.seek(0)
+    while end > 0:
+        block = source.read(min(end, 1 << 20))
+        if not block:
+            break
+        hasher.update(block)
+        end -= len(block)
+    if end or hasher.hexdigest() != shard.records_sha256:
+        raise MergeError(
+            f"{shard.path / EPISODES}: changed while it was merged: stop whatever writes it, and "
+            "merge again"
+        )
+
+
 def _write(out: Path, shards: list[ShardFolder], header: RunHeader) -> int:
     """Every line in plan order, sessions renumbered, into a temporary folder renamed to `out`;
     on any failure nothing is left: not the temporary folder, nor a parent folder made for it."""
@@ -382,6 +402,8 @@ def _write(out: Path, shards: list[ShardFolder], header: RunHeader) -> int:
                     write_all(fd, b"".join(chunk))
                     chunk = []
             write_all(fd, b"".join(chunk))
+            for shard, handle in zip(shards, handles, strict=True):
+                _check_unchanged(shard, handle)
             os.fsync(fd)
         finally:
             os.close(fd)
