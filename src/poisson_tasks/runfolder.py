@@ -15,6 +15,13 @@ resumed run cannot hide a failure. A slot with no line at all (the run stopped, 
 episode was in flight) is simply not run yet. A kill can leave a torn last line: readers skip it,
 and the runner truncates it before appending.
 
+A header read is a header checked. run.json stores the pre-registration its run was made with,
+its hash, and copies of what it registers (thresholds, arms, seeds, attempts; for a shard or a
+merge the plan hash and the count of shards). read_header holds each copy to the value recomputed
+from the stored document (registered.py) and the document to its hash (check_header), so what a
+card or a merge decides with is what was registered; a folder edited after its run, here or on
+another machine, is refused in one line naming the field.
+
 Budgets. Token and dollar caps count every episode line in the folder plus each session's abandoned
 usage (episodes cut off in flight by a stop); the wall-clock cap is per session.
 
