@@ -76,6 +76,7 @@ BLOCKS: dict[str, Block] = {
     "published-tasks": Block(
         "## Published cards' tasks regenerated (issue 32)", "bench_published_tasks.py"
     ),
+    "refusals": Block("## Hostile input refused fast (issue 33)", stages=("refusal",)),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +17,12 @@ from typing import Any
 import orjson
 import yaml
 
-from poisson_tasks.prereg import load_preregistration
+from poisson_tasks.bundle import digest
+from poisson_tasks.prereg import Plan, load_preregistration
+from poisson_tasks.registered import plan_hash
 from poisson_tasks.runfolder import EPISODES, HEADER, EpisodeLine, Timing, Usage
 from poisson_tasks.runner.folder import RunFolder
+from poisson_tasks.runner.shard import SHARD_RULE, Shard, shard_record
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "preregistrations" / "smoke.yaml"
@@ -95,6 +99,11 @@ URLS: dict[str, str] = {
     "url_scheme.yaml": "ftp://127.0.0.1/v1",
     "url_long.yaml": "http://127.0.0.1:8000/" + "a" * 3000,
 }
+# file name -> a value of extra_body that JSON cannot hold, written as YAML
+NOT_JSON: dict[str, str] = {
+    "binary_body.yaml": "{blob: !!binary aGVsbG8=}",
+    "set_body.yaml": "{names: !!set {a: null}}",
+}
 # file name -> text appended to the smoke study
 APPENDED: dict[str, str] = {
     "key_newline.yaml": '"x\\nerror: forged line": 1\n',
@@ -147,6 +156,9 @@ def make(d: Path) -> None:
     (d / "list.yaml").write_text("- 1\n- 2\n")
     (d / "empty.yaml").write_text("")
     (d / "deep.yaml").write_text("a: " + "[" * 200 + "]" * 200 + "\n")
+    arms = text[text.index("  arms:\n") : text.index("  tasks:")]
+    many = "  arms: [" + ", ".join(["depth:d1"] * 100_000) + "]\n"
+    (d / "arms.yaml").write_text(text.replace(arms, many, 1))
     (d / "big.json").write_bytes(b" " * 1_000_001)
     os.mkfifo(d / "fifo.yaml")
     os.mkfifo(d / "tools.fifo")
@@ -157,6 +169,9 @@ def make(d: Path) -> None:
         (d / name).write_text(_served(doc, url))
     for name, extra in APPENDED.items():
         (d / name).write_text(text + extra)
+    tokens = "  max_completion_tokens: 2048\n"
+    for name, body in NOT_JSON.items():
+        (d / name).write_text(text.replace(tokens, f"{tokens}  extra_body: {body}\n", 1))
     plan = load_preregistration(SMOKE)
     arm, seed = plan.arms[0], plan.seeds[0]
     folders: dict[str, Callable[[Path], None]] = {
@@ -185,6 +200,58 @@ def make(d: Path) -> None:
     for name, damage in folders.items():
         RunFolder.create(d / name, plan, {}).close("interrupted", "made by the test")
         damage(d / name)
+    _foreign_folders(d, plan)
+
+
+def _edit_header(
+    folder: Path, change: Callable[[dict[str, Any]], Any], rehash: bool = False
+) -> None:
+    """run.json changed after its run (on another machine, say); `rehash` keeps the document's
+    own hash consistent with the change, as a careful forger would."""
+    header = json.loads((folder / HEADER).read_text())
+    change(header)
+    if rehash:
+        header["preregistration_hash"] = digest(header["preregistration"])
+    (folder / HEADER).write_text(json.dumps(header))
+
+
+def _foreign_folders(d: Path, plan: Plan) -> None:
+    """Shard folders as another machine might hand them over (forged or damaged, one thing each),
+    a run folder whose run.json was edited after its run, and a merged folder."""
+    arm, seed = plan.arms[0], plan.seeds[0]
+    shards: dict[str, tuple[Callable[[dict[str, Any]], Any], bool]] = {
+        "shardcount": (lambda h: h["shard"].update(count=10**12), False),
+        "shardzero": (lambda h: h["shard"].update(count=0), False),
+        "shardindex": (lambda h: h["shard"].update(index=-1), False),
+        "shardnosession": (lambda h: h.update(sessions=[]), False),
+        "shardsession": (lambda h: None, False),
+        "shardturns": (lambda h: h["preregistration"]["design"].update(turn_limit=9), False),
+        "shardplan": (lambda h: h["preregistration"]["design"].update(turn_limit=9), True),
+    }
+    for name, (change, rehash) in shards.items():
+        folder = d / name
+        RunFolder.create(folder, plan, {}, shard=shard_record(plan, Shard(0, 1))).close(
+            "interrupted", "made by the test"
+        )
+        _edit_header(folder, change, rehash)
+    (d / "shardsession" / EPISODES).write_bytes(
+        _line(arm, seed, 0).replace(b'"session":0', b'"session":5')
+    )
+    RunFolder.create(d / "edited", plan, {}).close("interrupted", "made by the test")
+    _edit_header(d / "edited", lambda h: h["thresholds"].update(no_call_max=0.9))
+    RunFolder.create(d / "merged", plan, {}).close("interrupted", "made by the test")
+    _edit_header(
+        d / "merged",
+        lambda h: h.update(
+            merged={
+                "count": 2,
+                "rule": SHARD_RULE,
+                "plan_hash": plan_hash(h["preregistration"]),
+                "merged_at": "2026-01-01T00:00:00+00:00",
+                "shards": [],
+            }
+        ),
+    )
 
 
 def _replace(path: Path, make_new: Callable[[Path], Any]) -> None:

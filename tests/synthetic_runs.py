@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from poisson_tasks.arms import parse_arm_id
-from poisson_tasks.prereg import Thresholds
+from poisson_tasks.bundle import digest
+from poisson_tasks.prereg import Thresholds, seed_list_hash
 from poisson_tasks.runfolder import (
     EPISODES,
     EpisodeLine,
@@ -97,6 +98,10 @@ def header(
         },
         "budget": {"tokens": 1_000_000, "wall_clock_s": 3600.0, "dollars": None},
     }
+    if thresholds is not None:
+        prereg["thresholds"] = thresholds.model_dump(mode="json")
+    # the header's copies of the plan are what its document registers (runfolder.check_header)
+    assert list(seeds) == list(range(len(seeds))), "synthetic runs use the seeds 'range' derives"
     if serving is None:
         serving = {
             "provider": provider,
@@ -107,8 +112,8 @@ def header(
         }
     return RunHeader(
         preregistration=prereg,
-        preregistration_hash="p" * 64,
-        seed_list_hash="s" * 64,
+        preregistration_hash=digest(prereg),
+        seed_list_hash=seed_list_hash(list(seeds)),
         seeds=list(seeds),
         arms=list(arms),
         attempts=attempts,

@@ -13,6 +13,7 @@ import yaml
 from synthetic_runs import FAKE_ENGINE_HASH, FAKE_HASH, header, line, write_run
 from typer.testing import CliRunner
 
+from poisson_tasks.bundle import digest
 from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.cardjson import card_json
 from poisson_tasks.cli import app
@@ -130,6 +131,9 @@ def test_a_folder_whose_document_has_them_still_resumes(tmp_path: Path) -> None:
     stored = json.loads((folder / HEADER).read_text())
     stored["preregistration"]["thresholds"].update(bootstrap_resamples=2000, bootstrap_seed=7)
     stored["thresholds"].update(bootstrap_resamples=2000, bootstrap_seed=7)
+    stored["preregistration_hash"] = digest(
+        stored["preregistration"]
+    )  # as the old runner hashed it
     (folder / HEADER).write_text(json.dumps(stored))
     header_read, _ = RunFolder.check_resumable(folder, plan)  # no "another pre-registration"
     assert measurement_of(header_read.preregistration) == plan.preregistration.measurement()

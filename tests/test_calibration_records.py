@@ -144,15 +144,26 @@ def test_missing_header_names_the_fix(tmp_path: Path) -> None:
 
 
 def _prereg(name: str) -> dict[str, object]:
+    """A shipped pre-registration's plan as a run header records it: the document, its hash, and
+    the arms, seeds, attempts and thresholds it registers (the header's copies of them)."""
     doc = yaml.safe_load((ROOT / "preregistrations" / name).read_text())
-    return validate_preregistration(doc).preregistration.model_dump(mode="json")
+    plan = validate_preregistration(doc)
+    return {
+        "preregistration": plan.preregistration.model_dump(mode="json"),
+        "preregistration_hash": plan.preregistration_hash,
+        "arms": list(plan.arms),
+        "seeds": list(plan.seeds),
+        "seed_list_hash": plan.seed_list_hash,
+        "attempts": plan.attempts,
+        "thresholds": plan.preregistration.thresholds,
+    }
 
 
 def test_provenance_reads_a_real_preregistration_for_a_reference_policy(tmp_path: Path) -> None:
     head = header(["depth:d1"], [0], 1, provider="reference", model="oracle")
     head = head.model_copy(
         update={
-            "preregistration": _prereg("published-reference-oracle.yaml"),
+            **_prereg("published-reference-oracle.yaml"),
             "serving": {
                 "provider": "reference",
                 "base_url": "http://127.0.0.1:5/v1",
@@ -186,7 +197,7 @@ def test_provenance_reads_declared_rates_and_self_served_details(tmp_path: Path)
     head = header(["depth:d1"], [0], 1)
     head = head.model_copy(
         update={
-            "preregistration": _prereg("knob-probe.yaml"),
+            **_prereg("knob-probe.yaml"),
             "serving": {
                 "provider": "vllm",
                 "base_url": "http://127.0.0.1:8000/v1",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -159,6 +160,26 @@ def test_serve_local_cli_refuses_in_one_line(tmp_path: Path, gguf: Path, no_serv
     assert missing.exit_code == 2 and "no such model file" in missing.output
     unknown = CliRunner().invoke(app, ["serve-local", str(gguf), "--template", "nope"])
     assert unknown.exit_code == 2 and "neither a shipped template" in unknown.output
+
+
+def test_a_model_path_that_is_not_a_regular_file_is_named_for_what_it_is(
+    tmp_path: Path, no_server: None
+) -> None:
+    """A FIFO, a device or a folder exists: serve-local says what it is, not that it is missing,
+    and never opens the FIFO for reading (it would wait for a writer)."""
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    for path, what in (
+        (fifo, "a FIFO (named pipe)"),
+        (Path("/dev/zero"), "a device"),
+        (tmp_path, "a directory"),
+    ):
+        with pytest.raises(LocalServeError) as info:
+            local_server.start_local_server(path)
+        assert str(info.value) == (
+            f"{path}: is {what}, not a file; a model is a regular GGUF file: give the path of a "
+            ".gguf file"
+        )
 
 
 NO_CALLS = (  # lists the tools, but an assistant's tool_calls vanish from the prompt

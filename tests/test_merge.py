@@ -23,6 +23,7 @@ from test_real_endpoints import VLLM_MODELS
 from test_real_endpoints import prereg as double_prereg
 from test_runner import prereg
 
+from poisson_tasks.bundle import digest
 from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.sameness import compare_cards
 from poisson_tasks.errors import MergeError, RunFolderError
@@ -196,7 +197,13 @@ def test_a_duplicated_slot_is_named(study: dict[str, Any]) -> None:
     own = (twice / EPISODES).read_bytes().splitlines(keepends=True)[0]
     with (twice / EPISODES).open("ab") as fh:
         fh.write(own)
-    _refused(study, [study["shards"][0], twice, *study["shards"][2:]], "holds two scored lines")
+    again = json.loads(own)
+    _refused(
+        study,
+        [study["shards"][0], twice, *study["shards"][2:]],
+        f"{again['arm_id']} seed {again['seed']} attempt {again['attempt']} was already scored at "
+        "line 1",
+    )
 
 
 def test_a_shard_of_another_preregistration_is_named(
@@ -321,3 +328,176 @@ def test_the_command_line_merges_and_refuses_in_one_line(study: dict[str, Any]) 
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: shard 3/4 is missing: given 0, 1, 2")
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ a shard folder from elsewhere
+# Each copy's run.json (or a line) is edited to stand for a folder damaged or forged on another
+# machine: merge reads it as input, bounds every count by the plan before sizing anything by it,
+# and refuses in one line, writing nothing.
+
+
+def _forged(
+    study: dict[str, Any], name: str, change: Any, rehash: bool = False, i: int = 1
+) -> list[Path]:
+    forged = _copy(study, i, name)
+    header = json.loads((forged / HEADER).read_text())
+    change(header)
+    if rehash:  # the document's own hash kept consistent with the edit
+        header["preregistration_hash"] = digest(header["preregistration"])
+    (forged / HEADER).write_text(json.dumps(header))
+    shards = list(study["shards"])
+    shards[i] = forged
+    return shards
+
+
+def test_a_forged_count_of_shards_is_bounded_by_the_plan_before_anything_is_sized(
+    study: dict[str, Any],
+) -> None:
+    """A count of 10^12 made the merge allocate until the machine ran out of memory; it is now
+    refused by the plan's own bound (12 tasks: 4 arms x 3 seeds), under a 2 GiB address-space
+    limit, before anything is sized by it."""
+    shards = _forged(study, "s1-count", lambda h: h["shard"].update(count=10**12))
+    header = shards[1] / HEADER
+    _refused(study, shards, f"{header}: shard.count 1000000000000 is not 1 to the plan's 12 tasks")
+    limit = "import resource; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"{limit}; import sys; from poisson_tasks.cli import run_cli; sys.exit(run_cli())",
+            "merge",
+            str(shards[1]),
+            "--out",
+            str(study["root"] / "m-count"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"error: {header}: shard.count 1000000000000 is not 1")
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "says"),
+    [
+        ("zero", lambda h: h["shard"].update(count=0), "shard.count 0 is not 1 to the plan's 12"),
+        ("index", lambda h: h["shard"].update(index=7), "shard.index 7 is outside 0 to 3"),
+        ("negative", lambda h: h["shard"].update(index=-1), "shard.index -1 is outside 0 to 3"),
+        ("sessions", lambda h: h.update(sessions=[]), "records no session"),
+        ("plan", lambda h: h["shard"].update(plan_hash="0" * 64), "shard.plan_hash is not the"),
+        ("budget", lambda h: h["shard"]["budget"].update(tokens=1), "shard.budget is not the"),
+        ("digest", lambda h: h["shard"].update(slots_sha256="0" * 64), "another cut of the plan"),
+        ("rule", lambda h: h["shard"].update(rule="x@9"), "was cut by the rule x@9"),
+    ],
+)
+def test_a_shard_record_that_does_not_hold_is_named(
+    study: dict[str, Any], name: str, change: Any, says: str
+) -> None:
+    _refused(study, _forged(study, f"s1-{name}", change), says)
+
+
+def test_an_edited_stored_preregistration_is_refused_as_resume_refuses_it(
+    study: dict[str, Any],
+) -> None:
+    """The turn limit edited in one shard's stored pre-registration, its plan hash kept: the
+    merge recomputes the plan hash from the document (and the document's own hash) and refuses."""
+
+    def turn_limit(header: dict[str, Any]) -> None:
+        header["preregistration"]["design"]["turn_limit"] = 9
+
+    kept = _forged(study, "s1-turns", turn_limit)
+    _refused(study, kept, "preregistration_hash is not the hash of the pre-registration it stores")
+    rehashed = _forged(study, "s1-turns-rehashed", turn_limit, rehash=True)
+    _refused(
+        study,
+        rehashed,
+        f"{rehashed[1] / HEADER}: shard.plan_hash is not the plan hash of the pre-registration it "
+        "stores",
+    )
+    with pytest.raises(RunFolderError, match=r"shard\.plan_hash is not the plan hash"):
+        run_preregistration(study["file"], rehashed[1], resume=True, show_progress=False)
+
+
+def _edit_line(folder: Path, change: Any) -> None:
+    lines = (folder / EPISODES).read_bytes().splitlines(keepends=True)
+    doc = json.loads(lines[0])
+    change(doc)
+    lines[0] = json.dumps(doc).encode() + b"\n"
+    (folder / EPISODES).write_bytes(b"".join(lines))
+
+
+def test_a_line_naming_a_session_its_folder_does_not_record_is_named(
+    study: dict[str, Any],
+) -> None:
+    forged = _copy(study, 1, "s1-session")
+    _edit_line(forged, lambda doc: doc.update(session=5))
+    _refused(
+        study,
+        [study["shards"][0], forged, *study["shards"][2:]],
+        f"{forged / EPISODES}:1 names session 5, which its run.json does not record (it records "
+        "sessions 0 to 0)",
+    )
+
+
+def test_a_line_outside_the_plan_or_at_odds_with_its_arm_is_named(study: dict[str, Any]) -> None:
+    for name, change, says in (
+        ("s1-arm", lambda d: d.update(arm_id="depth:d8"), "arm 'depth:d8' is not in run.json's"),
+        ("s1-seed", lambda d: d.update(seed=12345), "seed 12345 is not in run.json's seed list"),
+        ("s1-attempt", lambda d: d.update(attempt=9), "attempt 9 is outside 0..1"),
+        ("s1-calls", lambda d: d.update(min_calls=7), "min_calls 7 disagrees with"),
+    ):
+        forged = _copy(study, 1, name)
+        _edit_line(forged, change)
+        _refused(study, [study["shards"][0], forged, *study["shards"][2:]], says)
+
+
+def test_a_failed_merge_leaves_no_folder_it_made(
+    study: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import poisson_tasks.runner.merge as merge
+
+    def full(fd: int, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(merge, "write_all", full)
+    out = study["root"] / "new" / "deeper" / "merged"
+    with pytest.raises(MergeError, match="No space left on device"):
+        merge_shards(study["shards"], out)
+    assert not (study["root"] / "new").exists()
+
+
+def test_merge_into_a_merged_folder_gives_advice_that_works(study: dict[str, Any]) -> None:
+    out = study["root"] / "merged-twice"
+    merge_shards(study["shards"], out)
+    with pytest.raises(RunFolderError) as info:
+        merge_shards(study["shards"], out)
+    assert str(info.value) == (
+        f"{out} already holds the merge of 4 shard folders, which is not continued: choose a new "
+        "--out folder (to redo the merge, move it away first)"
+    )
+
+
+def test_a_shard_written_to_while_it_is_merged_is_refused(
+    study: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line changed after the checks read it (a writer that takes no lock, on a shared file
+    system) is never merged: the files are hashed again before the merged folder is renamed in."""
+    import poisson_tasks.runner.merge as merge
+
+    changed = _copy(study, 1, "s1-changing")
+    checked = merge._merged_header
+
+    def then_changed(shards: Any, names: Any) -> Any:
+        data = bytearray((changed / EPISODES).read_bytes())
+        at = data.index(b'"task_id":"') + len(b'"task_id":"')
+        data[at] = ord("0") if data[at] != ord("0") else ord("1")  # same length, still a line
+        (changed / EPISODES).write_bytes(bytes(data))
+        return checked(shards, names)
+
+    monkeypatch.setattr(merge, "_merged_header", then_changed)
+    _refused(
+        study,
+        [study["shards"][0], changed, *study["shards"][2:]],
+        f"{changed / EPISODES}: changed while it was merged",
+    )

@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from poisson_tasks.bundle import digest
 from poisson_tasks.calibration.manifest import published_dir
+from poisson_tasks.prereg import seed_list_hash
 
 SOURCE = "reference-noisy"
 _WHO = re.compile(rb'^\{"arm_id":"([^"]+)","seed":(\d+),')
@@ -46,8 +48,14 @@ def small_run(
     kept_seeds = header["seeds"][:seeds]
     header["arms"] = list(arms)
     header["seeds"] = kept_seeds
+    # the stored pre-registration narrowed to match, as a run of the smaller plan records it (a
+    # shorter seed list is a prefix of the longer, so `tasks` alone cuts it)
+    design = header["preregistration"]["design"]
+    design.update(arms=list(arms), tasks=seeds, seed_list_hash=seed_list_hash(kept_seeds))
+    header["seed_list_hash"] = design["seed_list_hash"]
     if header_edit is not None:
         header_edit(header)
+    header["preregistration_hash"] = digest(header["preregistration"])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.json").write_text(json.dumps(header, indent=2, sort_keys=True) + "\n")
     wanted = set(kept_seeds)

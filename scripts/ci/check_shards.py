@@ -147,6 +147,18 @@ def main() -> None:
             work / "m2",
             "another build of the generator",
         )
+        # A shard folder is input from another machine: a forged count of shards is bounded by
+        # the plan's own tasks before anything is sized by it (it once allocated without bound).
+        forged = copy(shards[2], work / "shard-2-forged-count")
+        header = json.loads((forged / "run.json").read_text())
+        header["shard"]["count"] = 10**12
+        (forged / "run.json").write_text(json.dumps(header))
+        refused(
+            "a shard that says it is one of 10^12 (forged run.json)",
+            [*shards[:2], forged, shards[3]],
+            work / "m7",
+            "shard.count 1000000000000 is not 1 to the plan's 40 tasks",
+        )
         versioned = []
         for index, version in enumerate(("0.29.0", "0.28.1")):
             routes = {

@@ -48,7 +48,7 @@ from pydantic import (
     model_validator,
 )
 
-from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, arm_id, parse_arm_id
+from poisson_tasks.arms import CONTROL_ARMS, ArmSpec, Split, Strictness, arm_id, parse_arm_id
 from poisson_tasks.bundle import canonical_json, digest
 from poisson_tasks.credentials import (
     could_be_credential,
@@ -62,6 +62,7 @@ from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.owntools import ToolSet, load_tool_file
 from poisson_tasks.policycatalogue import parse_model
 from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_difference, tasks_needed
+from poisson_tasks.yamlfile import YamlLimits, YamlRefused, load_json_yaml
 
 FORMAT = "poisson-tasks/preregistration@1"
 RANGE_SEEDS = "range"
@@ -94,6 +95,7 @@ MAX_FILE_BYTES = 1 << 20  # a pre-registration is a page of YAML; 1 MiB is far b
 MAX_DEPTH = 32  # nesting of mappings and lists
 MAX_INT = 2**53  # every integer fits a JSON number exactly
 MAX_TASKS = 100_000
+MAX_SEED_STRING = 1_000  # characters
 MAX_ATTEMPTS = 1_000
 MAX_ARMS = 500
 MAX_EPISODES = 1_000_000  # arms x tasks x attempts: the plan's slots are held in memory
@@ -103,6 +105,13 @@ MAX_CONCURRENCY = 1_024
 MAX_RETRIES = 100
 MAX_SECONDS = 10_000_000.0  # about 116 days: any wall-clock, timeout or backoff
 MIN_RESOLUTION = 0.01  # a finer declared resolution needs more tasks than MAX_TASKS allows
+MAX_ITEMS = MAX_TASKS  # entries in any one list or mapping (the longest list: design.seeds)
+MAX_VALUES = MAX_ITEMS + 10_000  # values in the whole document: its longest list and a page more
+# Checked while the YAML is read, before anything is built from it (yamlfile.py), so a file of
+# 100,000 arms is refused at its 501st, not parsed whole first.
+YAML_LIMITS = YamlLimits(
+    values=MAX_VALUES, items=MAX_ITEMS, paths={"design.arms": (MAX_ARMS, "arms")}
+)
 
 
 IGNORED_THRESHOLDS: tuple[str, ...] = ("bootstrap_resamples", "bootstrap_seed")
@@ -741,6 +750,13 @@ def _check_decoding(decoding: Decoding) -> list[str]:
     return problems
 
 
+def planned_spec(spec: ArmSpec, split: Split, strictness: Strictness) -> ArmSpec:
+    """An arm of design.arms as the plan holds it: under the design's split and strictness."""
+    return ArmSpec(
+        knob=spec.knob, level=spec.level, control=spec.control, split=split, strictness=strictness
+    )
+
+
 def _arm_specs(design: Design) -> tuple[list[ArmSpec], list[str]]:
     """Parse the arms, applying the design's split and strictness; one problem per bad arm."""
     problems: list[str] = []
@@ -767,13 +783,7 @@ def _arm_specs(design: Design) -> tuple[list[ArmSpec], list[str]]:
                     f"{design.strictness}; drop the suffix, strictness is declared once"
                 )
                 continue
-        spec = ArmSpec(
-            knob=spec.knob,
-            level=spec.level,
-            control=spec.control,
-            split=design.split,
-            strictness=design.strictness,
-        )
+        spec = planned_spec(spec, design.split, design.strictness)
         aid = arm_id(spec)
         if aid in seen:
             problems.append(
@@ -1059,12 +1069,19 @@ def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
     )
 
 
+# The fields whose schema type is a date: a Python caller may give a datetime.date there (its JSON
+# form is the ISO string the schema reads back); anywhere else a date is not a JSON value.
+DATE_FIELDS = frozenset({"model.rates.as_of"})
+
+
 def _walk(value: Any, where: str, depth: int = 0) -> list[str]:
-    """Problems anywhere in the raw document: non-finite floats, over-wide integers, deep nesting,
-    non-string keys (extra_body included, since it is sent and hashed verbatim)."""
+    """Problems anywhere in the raw document: a value JSON cannot hold (bytes, a set, a date outside
+    DATE_FIELDS: what is registered is what is stored, hashed and sent, as JSON), non-finite floats, over-wide
+    integers, deep nesting, oversized lists and mappings, non-string keys (extra_body included,
+    since it is sent and hashed verbatim)."""
     if depth > MAX_DEPTH:
         return [f"{where}: nested more than {MAX_DEPTH} levels deep"]
-    if isinstance(value, bool):
+    if value is None or isinstance(value, bool | str):
         return []
     if isinstance(value, int):
         if abs(value) > MAX_INT:
@@ -1075,6 +1092,8 @@ def _walk(value: Any, where: str, depth: int = 0) -> list[str]:
         return []
     if isinstance(value, float):
         return [] if math.isfinite(value) else [f"{where}: {value} is not a finite number"]
+    if isinstance(value, Mapping | list | tuple) and len(value) > MAX_ITEMS:
+        return [f"{where or '(document)'}: {len(value):,} items; at most {MAX_ITEMS:,}"]
     if isinstance(value, Mapping):
         out: list[str] = []
         for key, item in value.items():
@@ -1084,15 +1103,19 @@ def _walk(value: Any, where: str, depth: int = 0) -> list[str]:
             out += _walk(item, f"{where}.{key}" if where else key, depth + 1)
         return out
     if isinstance(value, list | tuple):
-        if len(value) > MAX_TASKS:
-            return [f"{where}: {len(value):,} items; at most {MAX_TASKS:,}"]
         out = []
         for index, item in enumerate(value):
             out += _walk(item, f"{where}[{index}]", depth + 1)
             if len(out) > 20:
                 break
         return out
-    return []
+    if where in DATE_FIELDS and type(value) is date:  # e.g. yaml.safe_load's as_of, from Python
+        return []
+    return [
+        f"{where or '(document)'}: a {type(value).__name__} is not a JSON value; a "
+        "pre-registration holds plain JSON values only (strings, numbers, true, false, null, "
+        "lists and mappings): write it as a string or a number"
+    ]
 
 
 def _too_big(where: str, value: float, limit: float, what: str = "") -> list[str]:
@@ -1116,9 +1139,10 @@ def _check_bounds(parsed: Mapping[str, Any]) -> list[str]:
             bad = [x for x in design.seeds if not 0 <= x < SEED_MODULUS]
             if bad:
                 problems.append(f"design.seeds: {bad[0]} is outside 0 to {SEED_MODULUS - 1}")
-        if len(design.seed_string) > 1000:
+        if len(design.seed_string) > MAX_SEED_STRING:
             problems.append(
-                f"design.seed_string: {len(design.seed_string):,} characters; at most 1,000"
+                f"design.seed_string: {len(design.seed_string):,} characters; at most "
+                f"{MAX_SEED_STRING:,}"
             )
         if not problems and design.tasks >= 1 and design.attempts >= 1:
             episodes = len(design.arms) * design.tasks * design.attempts
@@ -1155,7 +1179,7 @@ def validate_preregistration(
 ) -> Plan:
     """Validate a pre-registration; raise PreregistrationError with one message per problem."""
     if isinstance(doc, Preregistration):
-        doc = doc.model_dump(mode="python")
+        doc = doc.model_dump(mode="json")  # the form it is stored, hashed and sent in
     if not isinstance(doc, Mapping):
         raise PreregistrationError(
             [f"(document): must be a mapping of sections, got {type(doc).__name__}"]
@@ -1223,46 +1247,13 @@ def validate_preregistration(
     )
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses aliases (no expansion bombs) and duplicate keys (no silent
-    last-one-wins)."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"an alias (*{event.anchor}) is refused: write the value out in full",
-                event.start_mark,
-            )
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "a mapping key must be a plain value", key_node.start_mark
-                ) from None
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {str(key)[:40]!r}: each key may appear once",
-                    key_node.start_mark,
-                )
-        return super().construct_mapping(node, deep=deep)
-
-
 def read_yaml(text: str, where: str) -> Any:
-    """Parse YAML with the strict loader; any failure is one PreregistrationError line."""
+    """Parse YAML into plain JSON values, within YAML_LIMITS (yamlfile.load_json_yaml); any
+    failure is one PreregistrationError line."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary tags
+        return load_json_yaml(text, YAML_LIMITS)
+    except YamlRefused as exc:
+        raise PreregistrationError([f"{where}: {exc.line()}"]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -15,6 +15,13 @@ resumed run cannot hide a failure. A slot with no line at all (the run stopped, 
 episode was in flight) is simply not run yet. A kill can leave a torn last line: readers skip it,
 and the runner truncates it before appending.
 
+A header read is a header checked. run.json stores the pre-registration its run was made with,
+its hash, and copies of what it registers (thresholds, arms, seeds, attempts; for a shard or a
+merge the plan hash and the count of shards). read_header holds each copy to the value recomputed
+from the stored document (registered.py) and the document to its hash (check_header), so what a
+card or a merge decides with is what was registered; a folder edited after its run, here or on
+another machine, is refused in one line naming the field.
+
 Budgets. Token and dollar caps count every episode line in the folder plus each session's abandoned
 usage (episodes cut off in flight by a stop); the wall-clock cap is per session.
 
@@ -43,6 +50,7 @@ from poisson_tasks.arms import ArmSpec, parse_arm_id
 from poisson_tasks.errors import ArmError, RunFolderError
 from poisson_tasks.files import atomic_write, lines_limited, open_regular, os_problem, read_limited
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.registered import Registered, registered
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, Outcome
 
 HEADER = "run.json"
@@ -286,18 +294,98 @@ def write_header(folder: Path, header: RunHeader) -> None:
 
 
 def read_header(folder: Path) -> RunHeader:
+    """A folder's run.json, read within HEADER_MAX_BYTES and held to its own pre-registration
+    (check_header): a header edited after its run is refused, never read."""
     path = folder / HEADER
     if not path.exists():
         raise RunFolderError(
             f"{folder} is not a run folder: {HEADER} is missing (run `poisson-tasks run` first)"
         )
     try:
-        return RunHeader.model_validate_json(read_limited(path, HEADER_MAX_BYTES))
+        header = RunHeader.model_validate_json(read_limited(path, HEADER_MAX_BYTES))
     except OSError as exc:
         raise RunFolderError(f"{path} cannot be read: {os_problem(exc)}") from None
     except ValueError as exc:
         first = str(exc).splitlines()[0]
         raise RunFolderError(f"{path} is damaged or from another version: {first}") from exc
+    check_header(header, path)
+    return header
+
+
+# ------------------------------------------------------------------ a header held to its document
+
+_EDITED = (
+    "run.json was changed after its run; restore it as its run wrote it, or register the change "
+    "in a new pre-registration and run that"
+)
+
+
+def _edited(source: Path, what: str) -> RunFolderError:
+    return RunFolderError(f"{source}: {what}: {_EDITED}")
+
+
+def check_header(header: RunHeader, source: Path) -> None:
+    """The header against the pre-registration it stores (`source` names its run.json).
+
+    A card decides with the header's thresholds, arms, seeds and attempts, and a merge with its
+    shard record; each is a copy of what the stored pre-registration registers, so each is
+    recomputed from that document (registered.py), and the document is held to its own hash. An
+    edit of any one of them alone is refused in one line naming the field (RunFolderError)."""
+    ours = registered(header.preregistration, source)
+    if header.preregistration_hash != ours.preregistration_hash:
+        raise _edited(
+            source, "preregistration_hash is not the hash of the pre-registration it stores"
+        )
+    for name in Thresholds.model_fields:
+        theirs, value = getattr(header.thresholds, name), getattr(ours.thresholds, name)
+        if theirs != value:
+            raise _edited(
+                source,
+                f"thresholds.{name} is {theirs:g} but its pre-registration registered {value:g}",
+            )
+    if tuple(header.arms) != ours.arms:
+        raise _edited(source, "arms are not the ones its pre-registration's design.arms plans")
+    if header.attempts != ours.attempts:
+        raise _edited(
+            source,
+            f"attempts is {header.attempts} but its pre-registration registered {ours.attempts}",
+        )
+    if tuple(header.seeds) != ours.seeds or header.seed_list_hash != ours.seed_list_hash:
+        raise _edited(
+            source,
+            "seeds or seed_list_hash are not the ones its pre-registration's design.seed_string "
+            "and design.tasks derive",
+        )
+    if any(session.index != number for number, session in enumerate(header.sessions)):
+        raise _edited(source, "sessions are not numbered 0, 1, 2 ... in the order they ran")
+    _check_cut_record(header, source, ours)
+
+
+def _check_cut_record(header: RunHeader, source: Path, ours: Registered) -> None:
+    """A shard's or a merge's record: its count of shards within the plan's tasks (a shard holds
+    whole tasks), a shard's index within its count, and its plan hash the document's."""
+    cut: list[tuple[str, int, str]] = []
+    if header.shard is not None:
+        cut.append(("shard", header.shard.count, header.shard.plan_hash))
+    if header.merged is not None:
+        cut.append(("merged", header.merged.count, header.merged.plan_hash))
+    for key, count, recorded in cut:
+        if not 1 <= count <= ours.tasks:
+            raise _edited(
+                source,
+                f"{key}.count {count} is not 1 to the plan's {ours.tasks} tasks (a shard holds "
+                "whole tasks)",
+            )
+        if recorded != ours.plan_hash:
+            raise _edited(
+                source, f"{key}.plan_hash is not the plan hash of the pre-registration it stores"
+            )
+    if header.shard is not None and not 0 <= header.shard.index < header.shard.count:
+        raise _edited(
+            source,
+            f"shard.index {header.shard.index} is outside 0 to {header.shard.count - 1} (shard "
+            f"i of n is numbered from 0)",
+        )
 
 
 def iter_episodes(folder: Path) -> Iterator[EpisodeLine]:
@@ -352,18 +440,11 @@ class PlanSlots:
             self.specs.setdefault(arm, (len(self.specs), spec))
         self.scored_at = array("q", bytes(8 * len(self.specs) * len(self.seeds) * self.attempts))
 
-    def check_slot(
-        self,
-        source: str,
-        number: int,
-        arm: str,
-        seed: int,
-        attempt: int,
-        min_calls: int,
-        outcome: str,
-    ) -> ArmSpec:
-        """The line's arm, once the line is found inside the plan and its slot not scored
-        before (an instrument failure may be retried; a scored attempt is run once)."""
+    def locate(
+        self, source: str, number: int, arm: str, seed: int, attempt: int
+    ) -> tuple[int, ArmSpec]:
+        """The line's slot, as its index in plan order, and its arm, once the slot is found inside
+        the plan."""
         found = self.specs.get(arm)
         if found is None:
             raise RunFolderError(f"{source}:{number}: arm {arm!r} is not in run.json's plan")
@@ -376,12 +457,26 @@ class PlanSlots:
                 f"{source}:{number}: attempt {attempt} is outside 0..{self.attempts - 1} "
                 f"(attempts are numbered from 0; the plan has {self.attempts})"
             )
+        return (arm_index * len(self.seeds) + seed_index) * self.attempts + attempt, spec
+
+    def check_slot(
+        self,
+        source: str,
+        number: int,
+        arm: str,
+        seed: int,
+        attempt: int,
+        min_calls: int,
+        outcome: str,
+    ) -> ArmSpec:
+        """The line's arm, once the line is found inside the plan and its slot not scored
+        before (an instrument failure may be retried; a scored attempt is run once)."""
+        slot, spec = self.locate(source, number, arm, seed, attempt)
         if min_calls != spec.min_calls:
             raise RunFolderError(
                 f"{source}:{number}: min_calls {min_calls} disagrees with {arm}'s {spec.min_calls}"
             )
         if outcome not in INSTRUMENT_OUTCOMES:
-            slot = (arm_index * len(self.seeds) + seed_index) * self.attempts + attempt
             if self.scored_at[slot]:
                 raise RunFolderError(
                     f"{source}:{number}: {arm} seed {seed} attempt {attempt} was already scored at "

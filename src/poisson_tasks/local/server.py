@@ -36,6 +36,7 @@ from types import FrameType
 from typing import Any
 
 from poisson_tasks.errors import LocalServeError, MissingExtraError
+from poisson_tasks.files import NotARegularFile, open_regular, os_problem
 from poisson_tasks.local.defaults import (
     EMBEDDED,
     N_CTX,
@@ -227,6 +228,26 @@ def _refuse_embedded_without_template(model: Path, has_template: bool) -> None:
         )
 
 
+def _check_model_file(model: Path) -> None:
+    """A model file is a regular file: a FIFO, a device or a folder is named for what it is,
+    before anything reads it."""
+    try:
+        open_regular(model).close()
+    except FileNotFoundError:
+        raise LocalServeError(
+            f"{model}: no such model file; give the path of a .gguf file"
+        ) from None
+    except NotARegularFile as exc:
+        raise LocalServeError(
+            f"{model}: {exc.strerror}; a model is a regular GGUF file: give the path of a .gguf "
+            "file"
+        ) from None
+    except OSError as exc:
+        raise LocalServeError(
+            f"{model}: cannot be read ({os_problem(exc)}); give the path of a .gguf file"
+        ) from None
+
+
 def start_local_server(
     model: Path,
     *,
@@ -242,8 +263,7 @@ def start_local_server(
     `warn` receives the one line of a warning that does not refuse (a template written for another
     family than the GGUF names).
     """
-    if not model.is_file():
-        raise LocalServeError(f"{model}: no such model file; give the path of a .gguf file")
+    _check_model_file(model)
     if threads < 1 or ctx < 256 or not 0 <= port <= 65535:
         raise LocalServeError(
             f"--threads {threads}, --ctx {ctx}, --port {port}: need threads >= 1, ctx >= 256 and "

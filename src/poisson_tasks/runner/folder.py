@@ -541,9 +541,19 @@ def resume_hint(path: Path) -> str:
 
 
 def check_creatable(path: Path) -> None:
-    """Refuse, writing nothing, a --out that is a file or already holds a run (or anything)."""
+    """Refuse, writing nothing, a --out that is a file or already holds a run (or anything); the
+    advice fits what it holds (a merged folder is never continued)."""
     if path.exists() and (not path.is_dir() or not _is_empty(path)):
         if (path / HEADER).is_file():
+            merged = None
+            with contextlib.suppress(RunFolderError):
+                merged = read_header(path).merged
+            if merged is not None:
+                raise RunFolderError(
+                    f"{path} already holds the merge of {merged.count} shard folders, which is "
+                    "not continued: choose a new --out folder (to redo the merge, move it away "
+                    "first)"
+                )
             raise RunFolderError(
                 f"{path} already holds a run: continue it with {resume_hint(path)}, or choose a "
                 "new --out folder"

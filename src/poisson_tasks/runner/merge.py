@@ -1,9 +1,13 @@
 """merge: a study's shard folders put back together into the run folder one machine would make.
 
+Every shard folder is input from another machine (runner/shardfolder.py reads and checks one).
 Before anything is written the merge checks, in this order, that the folders make one study, and
-refuses in one line naming what is missing, duplicated or different (MergeError, exit 2):
+refuses in one line naming what is missing, duplicated, different or damaged (MergeError, exit 2):
 
-1. every folder is a shard folder (its run.json records `shard`) and none is itself a merge;
+1. every folder is a shard folder (its run.json records `shard`), none is itself a merge, and
+   each run.json is as its run wrote it: held to the pre-registration it stores (its hash, the
+   plan's arms, seeds, attempts and thresholds, the shard's plan hash, its count of shards within
+   the plan's tasks and its index within its count), with at least one session;
 2. one cut: every folder has the same n, and each index 0 .. n-1 is given exactly once;
 3. one plan: the same plan hash (the pre-registration less `model.base_url`) and partition rule;
 4. one instrument: the same generator, engine and vocabulary hashes, environment hash and
@@ -11,8 +15,13 @@ refuses in one line naming what is missing, duplicated or different (MergeError,
 5. one serving: every session of every shard served as shard 0's first session was, under pin N10
    (servingpin.compare_serving: model, revision, engine and version, flags, sampling ...);
 6. no shard folder is being written (its lock is free);
-7. every slot exactly once: each shard holds lines only for its own slots (the partition is
-   recomputed from the plan), and every slot of the plan has lines in exactly one shard.
+7. each shard's cut as this install makes it (the partition recomputed from the plan validated
+   from the stored pre-registration): its slots, their digest and its budget share;
+8. every line an episode line inside the plan, in its own shard's slots, naming one of its
+   folder's sessions, scored at most once; and every slot of the plan held by its shard.
+
+Nothing is sized by a number a folder states before that number is bounded by the plan's own
+limits, and nothing is written until every check has passed.
 
 The merged folder is a run folder. run.json holds the shards' pre-registration (with
 `model.base_url` where every shard used the same address, null where they differed: where a
@@ -21,8 +30,8 @@ order, and `merged`: each shard's folder, its sessions' new numbers, its lines, 
 and the sha256 of its episodes.jsonl. episodes.jsonl holds every line of every shard in plan order
 (a slot's lines in the order its shard wrote them), each line's session renumbered to match. It
 is written into a temporary folder beside --out and renamed into place, so a kill or a full disk
-never leaves half a merge. A merged folder is read by `card` like any other; it is not resumed
-(resume the shard and merge again).
+never leaves half a merge (nor a parent folder the merge made for it). A merged folder is read by
+`card` like any other; it is not resumed (resume the shard and merge again).
 """
 
 from __future__ import annotations
@@ -31,12 +40,11 @@ import contextlib
 import copy
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 import tempfile
+from array import array
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -45,24 +53,31 @@ from pydantic import ValidationError
 
 from poisson_tasks.bundle import digest
 from poisson_tasks.errors import MergeError, PreregistrationError
-from poisson_tasks.files import fsync_dir, lines_limited, open_regular, os_problem, write_all
-from poisson_tasks.prereg import Plan, Slot, validate_preregistration
+from poisson_tasks.files import fsync_dir, open_regular, os_problem, write_all
+from poisson_tasks.prereg import Plan, validate_preregistration
+from poisson_tasks.registered import placement_free
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
-    LINE_MAX_BYTES,
     EpisodeLine,
     MergedShard,
     MergeRecord,
+    PlanSlots,
     RunHeader,
     Session,
-    read_header,
     write_header,
 )
 from poisson_tasks.runner.folder import LOCK, check_creatable, differing_paths, now, resume_hint
-from poisson_tasks.runner.shard import partition, placement_free, slots_digest
+from poisson_tasks.runner.shard import partition
+from poisson_tasks.runner.shardfolder import (
+    Cut,
+    ShardFolder,
+    check_shard_record,
+    read_shard_folder,
+    scan_lines,
+    slot_text,
+)
 from poisson_tasks.servingpin import compare_serving, session_facts
-from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 __all__ = ["MergeSummary", "merge_shards"]
 
@@ -84,79 +99,37 @@ class MergeSummary:
         ]
 
 
-@dataclass
-class _Shard:
-    """One shard folder as the merge reads it."""
-
-    path: Path
-    header: RunHeader
-    # pass 1: each line's slot, byte offset and length, in file order
-    lines: list[tuple[Slot, int, int]]
-    tokens: int = 0
-    records_sha256: str = ""
-
-    @property
-    def index(self) -> int:
-        assert self.header.shard is not None
-        return self.header.shard.index
-
-    @property
-    def name(self) -> str:
-        assert self.header.shard is not None
-        return f"shard {self.header.shard.index}/{self.header.shard.count} ({self.path})"
-
-
-def _read_shards(folders: list[Path]) -> list[_Shard]:
+def _read_shards(folders: list[Path]) -> list[ShardFolder]:
     if not folders:
         raise MergeError("give the shard folders to merge: poisson-tasks merge DIR ... --out DIR")
-    out: list[_Shard] = []
-    for path in folders:
-        if not (path / HEADER).is_file():
-            raise MergeError(
-                f"{path} is not a run folder ({HEADER} is missing): give the --out folders of "
-                "`poisson-tasks run PREREG --shard i/n`"
-            )
-        header = read_header(path)
-        if header.merged is not None:
-            raise MergeError(
-                f"{path} is already a merge of {header.merged.count} shards: give the shard "
-                "folders themselves"
-            )
-        if header.shard is None:
-            raise MergeError(
-                f"{path} is not a shard folder (its {HEADER} records no shard): merge reads the "
-                "folders of `poisson-tasks run PREREG --shard i/n`"
-            )
-        out.append(_Shard(path, header, []))
-    return out
+    return [read_shard_folder(path) for path in folders]
 
 
-def _check_cut(shards: list[_Shard]) -> int:
+def _check_cut(shards: list[ShardFolder]) -> int:
+    """One n, each index once; n is already within the plan's tasks (runfolder.check_header), and
+    nothing here is sized by it."""
     first = shards[0]
-    assert first.header.shard is not None
-    count = first.header.shard.count
-    by_index: dict[int, _Shard] = {}
+    count = first.count
+    by_index: dict[int, ShardFolder] = {}
     for shard in shards:
-        record = shard.header.shard
-        assert record is not None
-        if record.count != count:
+        if shard.count != count:
             raise MergeError(
-                f"{shard.name} is one of {record.count} shards, {first.name} one of {count}: the "
+                f"{shard.name} is one of {shard.count} shards, {first.name} one of {count}: the "
                 "shards of one study are cut the same way; give the folders of one --shard i/n"
             )
-        if record.index in by_index:
+        if shard.index in by_index:
             raise MergeError(
-                f"shard {record.index}/{count} is given twice: {by_index[record.index].path} and "
+                f"shard {shard.index}/{count} is given twice: {by_index[shard.index].path} and "
                 f"{shard.path}; give each shard's folder once"
             )
-        by_index[record.index] = shard
-    missing = [i for i in range(count) if i not in by_index]
-    if missing:
+        by_index[shard.index] = shard
+    if len(by_index) < count:
+        absent = next(i for i in range(count) if i not in by_index)
+        more = count - len(by_index) - 1
         given = ", ".join(str(i) for i in sorted(by_index))
-        absent = missing[0]
         raise MergeError(
             f"shard {absent}/{count} is missing"
-            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+            + (f" (and {more} more)" if more else "")
             + f": given {given}; run it with poisson-tasks run PREREG --shard {absent}/{count} "
             "--out DIR, then merge again with its folder"
         )
@@ -164,7 +137,7 @@ def _check_cut(shards: list[_Shard]) -> int:
     return count
 
 
-def _check_plan(shards: list[_Shard]) -> None:
+def _check_plan(shards: list[ShardFolder]) -> None:
     first = shards[0]
     assert first.header.shard is not None
     ours = placement_free(first.header.preregistration)
@@ -194,7 +167,7 @@ _INSTRUMENT = (
 )
 
 
-def _check_instrument(shards: list[_Shard]) -> None:
+def _check_instrument(shards: list[ShardFolder]) -> None:
     first = shards[0]
     for shard in shards[1:]:
         for field, what in _INSTRUMENT:
@@ -207,7 +180,7 @@ def _check_instrument(shards: list[_Shard]) -> None:
                 )
 
 
-def _check_serving(shards: list[_Shard]) -> None:
+def _check_serving(shards: list[ShardFolder]) -> None:
     """Every session of every shard served as shard 0's first session was (servingpin)."""
     first = shards[0]
     reference = session_facts(first.header)[0]
@@ -223,7 +196,7 @@ def _check_serving(shards: list[_Shard]) -> None:
                 )
 
 
-def _check_unlocked(shards: list[_Shard]) -> None:
+def _check_unlocked(shards: list[ShardFolder]) -> None:
     """No shard folder is being written: its lock, taken shared and at once, is free."""
     for shard in shards:
         lock = shard.path / LOCK
@@ -244,119 +217,7 @@ def _check_unlocked(shards: list[_Shard]) -> None:
             os.close(fd)
 
 
-def _scan(shard: _Shard) -> None:
-    """Pass 1 over a shard's lines: each one's slot, offset and length; its tokens and sha256."""
-    path = shard.path / EPISODES
-    hasher = hashlib.sha256()
-    try:
-        fh = open_regular(path)
-    except OSError as exc:
-        raise MergeError(f"{path} cannot be read: {os_problem(exc)}") from None
-    with fh:
-        try:
-            _scan_lines(shard, path, lines_limited(fh, LINE_MAX_BYTES, str(path)), hasher)
-        except OSError as exc:
-            raise MergeError(f"{path} cannot be read: {os_problem(exc)}") from None
-    shard.records_sha256 = hasher.hexdigest()
-
-
-def _scan_lines(shard: _Shard, path: Path, lines: Iterator[bytes], hasher: Any) -> None:
-    """_scan's loop: every complete line's slot, offset and length, and its tokens."""
-    offset = 0
-    for number, raw in enumerate(lines, start=1):
-        if not raw.endswith(b"\n"):
-            break  # a torn last line (a kill mid-write): never counted, its slot not run
-        hasher.update(raw)
-        try:
-            line = EpisodeLine.model_validate_json(raw)
-        except ValidationError as exc:
-            raise MergeError(
-                f"{path}:{number} is not an episode line ({str(exc).splitlines()[0]}): "
-                "that shard folder is damaged; run the shard again into a new folder"
-            ) from None
-        usage = line.usage
-        shard.tokens += (
-            (usage.prompt_tokens or 0)
-            + (usage.cached_input_tokens or 0)
-            + (usage.completion_tokens or 0)
-        )
-        shard.lines.append((Slot(line.arm_id, line.seed, line.attempt), offset, len(raw)))
-        offset += len(raw)
-
-
-def _slot_text(slot: Slot) -> str:
-    return f"{slot.arm_id} seed {slot.seed} attempt {slot.attempt}"
-
-
-def _check_slots(plan: Plan, shards: list[_Shard]) -> None:
-    cut = partition(plan, len(shards))
-    owner = {slot: i for i, slots in enumerate(cut) for slot in slots}
-    count = len(shards)
-    held: dict[Slot, int] = {}  # slot -> the shard whose lines hold it
-    for shard in shards:
-        record = shard.header.shard
-        assert record is not None
-        if record.slots_sha256 != slots_digest(cut[shard.index]):
-            raise MergeError(
-                f"{shard.name} holds another cut of the plan than this install makes (its slots' "
-                "digest differs): merge with the poisson-tasks build that ran the shards"
-            )
-        for slot, _, _ in shard.lines:
-            if slot not in owner:
-                raise MergeError(
-                    f"{shard.name} holds a line for {_slot_text(slot)}, which the plan does not "
-                    "hold: that folder is not this study's; run the shard again into a new folder"
-                )
-            if held.setdefault(slot, shard.index) != shard.index:
-                raise MergeError(
-                    f"slot {_slot_text(slot)} is duplicated: {shards[held[slot]].name} and "
-                    f"{shard.name} both hold it, and it is shard {owner[slot]}/{count}'s alone; run "
-                    "the shard that should not hold it again into a new folder, and merge again"
-                )
-        _check_scored_once(shard)
-    for slot, index in held.items():
-        if owner[slot] != index:
-            raise MergeError(
-                f"{shards[index].name} holds {_slot_text(slot)}, which is shard {owner[slot]}/{count}'s: "
-                "that folder was not made by its own --shard; run it again into a new folder"
-            )
-    missing = [s for s in plan.slots() if s not in held]
-    if missing:
-        by_shard = Counter(owner[s] for s in missing)
-        first = shards[owner[missing[0]]]
-        lacking = ", ".join(f"shard {i}/{count} lacks {k}" for i, k in sorted(by_shard.items()))
-        raise MergeError(
-            f"{len(missing)} of the plan's {len(owner)} slots "
-            f"{'is' if len(missing) == 1 else 'are'} missing (first: "
-            f"{_slot_text(missing[0])}; {lacking}): a shard stopped before it was done; continue "
-            f"it with {resume_hint(first.path)} and merge again"
-        )
-
-
-def _check_scored_once(shard: _Shard) -> None:
-    """A shard holds at most one scored line per slot, as the runner writes (a slot's other lines
-    are instrument failures, which a resume runs again)."""
-    counts = Counter(slot for slot, _, _ in shard.lines)
-    repeated = {s for s, k in counts.items() if k > 1}
-    if not repeated:
-        return
-    scored: Counter[Slot] = Counter()
-    with open_regular(shard.path / EPISODES) as fh:
-        for slot, offset, length in shard.lines:
-            if slot in repeated:
-                fh.seek(offset)
-                outcome = EpisodeLine.model_validate_json(fh.read(length)).outcome
-                scored[slot] += outcome not in INSTRUMENT_OUTCOMES
-    twice = [s for s, k in scored.items() if k > 1]
-    if twice:
-        raise MergeError(
-            f"slot {_slot_text(twice[0])} is duplicated in {shard.name}: it holds two scored "
-            "lines, which no run writes; that folder is damaged: run the shard again into a new "
-            "folder"
-        )
-
-
-def _plan(shards: list[_Shard]) -> Plan:
+def _plan(shards: list[ShardFolder]) -> Plan:
     """The plan, validated from shard 0's stored pre-registration by this install."""
     first = shards[0]
     try:
@@ -370,7 +231,33 @@ def _plan(shards: list[_Shard]) -> Plan:
         ) from None
 
 
-def _common_address(shards: list[_Shard]) -> dict[str, Any]:
+def _check_lines(plan: Plan, shards: list[ShardFolder]) -> None:
+    """Each shard's cut, every line of every shard (shardfolder.scan_lines), then every slot of
+    the plan held by its shard."""
+    cut = Cut.of(plan, partition(plan, len(shards)))
+    for shard in shards:
+        check_shard_record(shard, cut)
+    slots = PlanSlots(shards[0].header)  # the card's own check of each line, over every shard
+    held = array("i", bytes(4 * plan.episodes))  # per slot in plan order: its shard + 1
+    names = [shard.name for shard in shards]
+    for shard in shards:
+        scan_lines(shard, cut, slots, held, names)
+    missing = held.count(0)
+    if missing:
+        first = held.index(0)
+        slot = plan.slots()[first]
+        owner = shards[cut.owner(first)]
+        lacking = Counter(cut.owner(i) for i, by in enumerate(held) if not by)
+        lacks = ", ".join(f"shard {i}/{len(shards)} lacks {k}" for i, k in sorted(lacking.items()))
+        raise MergeError(
+            f"{missing} of the plan's {plan.episodes} slots "
+            f"{'is' if missing == 1 else 'are'} missing (first: {slot_text(slot)}; {lacks}): a "
+            f"shard stopped before it was done; continue it with {resume_hint(owner.path)} and "
+            "merge again"
+        )
+
+
+def _common_address(shards: list[ShardFolder]) -> dict[str, Any]:
     """The shards' pre-registration, `model.base_url` kept where all agree and null otherwise."""
     document: dict[str, Any] = copy.deepcopy(shards[0].header.preregistration)
     addresses = {(s.header.preregistration.get("model") or {}).get("base_url") for s in shards}
@@ -379,7 +266,7 @@ def _common_address(shards: list[_Shard]) -> dict[str, Any]:
     return document
 
 
-def _merged_header(shards: list[_Shard], folder_names: list[str]) -> RunHeader:
+def _merged_header(shards: list[ShardFolder], folder_names: list[str]) -> RunHeader:
     first = shards[0].header
     document = _common_address(shards)
     sessions: list[Session] = []
@@ -396,7 +283,7 @@ def _merged_header(shards: list[_Shard], folder_names: list[str]) -> RunHeader:
                 index=record.index,
                 folder=name,
                 sessions=numbers,
-                episodes=len(shard.lines),
+                episodes=len(shard.slots),
                 tokens=shard.tokens,
                 records_sha256=shard.records_sha256,
                 budget=dict(record.budget),
@@ -424,27 +311,80 @@ def _merged_header(shards: list[_Shard], folder_names: list[str]) -> RunHeader:
     )
 
 
-def _write(out: Path, plan: Plan, shards: list[_Shard], header: RunHeader) -> int:
-    """Every line in plan order, sessions renumbered, into a temporary folder renamed to `out`."""
+def _make_parents(parent: Path) -> list[Path]:
+    """Make `parent` and whatever above it is missing; the folders made, deepest first."""
+    made: list[Path] = []
+    here = parent
+    while not here.exists():
+        made.append(here)
+        here = here.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _remove_made(made: list[Path]) -> None:
+    """Remove the folders _make_parents made, where they are still empty."""
+    for folder in made:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _line(source: BinaryIO, offset: int, length: int, session: dict[int, int]) -> bytes:
+    """One line read again, its session renumbered; a line that changed since it was checked is
+    refused rather than written."""
+    source.seek(offset)
+    raw = source.read(length)
+    try:
+        line = EpisodeLine.model_validate_json(raw)
+        renumbered = line.model_copy(update={"session": session[line.session]})
+    except (ValidationError, KeyError):
+        raise MergeError(
+            f"{getattr(source, 'name', 'a shard')}: changed while it was merged (a line at byte "
+            f"{offset} is no longer the one checked): stop whatever writes it, and merge again"
+        ) from None
+    return renumbered.model_dump_json().encode() + b"\n"
+
+
+def _check_unchanged(shard: ShardFolder, source: BinaryIO) -> None:
+    """The shard's lines are still the bytes scan_lines checked and hashed (its records_sha256):
+    a folder written to while it was merged is refused, not merged."""
+    end = shard.offsets[-1] + shard.lengths[-1] if shard.slots else 0
+    hasher = hashlib.sha256()
+    source.seek(0)
+    while end > 0:
+        block = source.read(min(end, 1 << 20))
+        if not block:
+            break
+        hasher.update(block)
+        end -= len(block)
+    if end or hasher.hexdigest() != shard.records_sha256:
+        raise MergeError(
+            f"{shard.path / EPISODES}: changed while it was merged: stop whatever writes it, and "
+            "merge again"
+        )
+
+
+def _write(out: Path, shards: list[ShardFolder], header: RunHeader) -> int:
+    """Every line in plan order, sessions renumbered, into a temporary folder renamed to `out`;
+    on any failure nothing is left: not the temporary folder, nor a parent folder made for it."""
     check_creatable(out)
     parent = out.parent
+    made: list[Path] = []
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        made = _make_parents(parent)
         scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.merging-", dir=parent))
     except OSError as exc:
+        _remove_made(made)
         raise MergeError(f"{out}: cannot make the merged folder: {os_problem(exc)}") from None
     assert header.merged is not None
     renumber = [
         {old.index: new for old, new in zip(s.header.sessions, m.sessions, strict=True)}
         for s, m in zip(shards, header.merged.shards, strict=True)
     ]
-    order = {slot: i for i, slot in enumerate(plan.slots())}
     placed = sorted(
-        (
-            (order[slot], k, i, offset, length)
-            for i, s in enumerate(shards)
-            for k, (slot, offset, length) in enumerate(s.lines)
-        ),
+        (slot, position, source)
+        for source, shard in enumerate(shards)
+        for position, slot in enumerate(shard.slots)
     )
     handles: list[BinaryIO] = []
     written = 0
@@ -453,16 +393,17 @@ def _write(out: Path, plan: Plan, shards: list[_Shard], header: RunHeader) -> in
         fd = os.open(scratch / EPISODES, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             chunk: list[bytes] = []
-            for _, _, source, offset, length in placed:
-                handles[source].seek(offset)
-                doc = json.loads(handles[source].read(length))
-                doc["session"] = renumber[source][doc["session"]]
-                chunk.append(EpisodeLine.model_validate(doc).model_dump_json().encode() + b"\n")
+            for _, position, source in placed:
+                shard = shards[source]
+                offset, length = shard.offsets[position], shard.lengths[position]
+                chunk.append(_line(handles[source], offset, length, renumber[source]))
                 written += 1
                 if len(chunk) >= 256:
                     write_all(fd, b"".join(chunk))
                     chunk = []
             write_all(fd, b"".join(chunk))
+            for shard, handle in zip(shards, handles, strict=True):
+                _check_unchanged(shard, handle)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -475,9 +416,11 @@ def _write(out: Path, plan: Plan, shards: list[_Shard], header: RunHeader) -> in
         fsync_dir(parent)
     except OSError as exc:
         shutil.rmtree(scratch, ignore_errors=True)
+        _remove_made(made)
         raise MergeError(f"{out}: the merged folder cannot be written: {os_problem(exc)}") from None
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
+        _remove_made(made)
         raise
     finally:
         for fh in handles:
@@ -499,12 +442,10 @@ def merge_shards(folders: list[Path | str], out: Path | str) -> MergeSummary:
     _check_instrument(shards)
     _check_serving(shards)
     _check_unlocked(shards)
-    for shard in shards:
-        _scan(shard)
     plan = _plan(shards)
-    _check_slots(plan, shards)
+    _check_lines(plan, shards)
     header = _merged_header(shards, [str(s.path) for s in shards])
-    lines = _write(out_path, plan, shards, header)
+    lines = _write(out_path, shards, header)
     return MergeSummary(
         folder=out_path,
         shards=len(shards),

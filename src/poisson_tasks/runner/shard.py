@@ -27,16 +27,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.bundle import digest
 from poisson_tasks.errors import ShardError
 from poisson_tasks.prereg import Budget, Plan, Slot
+from poisson_tasks.registered import plan_hash
 from poisson_tasks.runfolder import HEADER, ShardRecord, read_header
 
 SHARD_RULE = "poisson-tasks/shard@1"
-PLACEMENT = ("model.base_url",)  # where a shard reached its server: not part of the plan hash
 _SHARD = re.compile(r"(\d{1,6})/(\d{1,6})")
 
 
@@ -108,19 +107,6 @@ def shard_slots(plan: Plan, shard: Shard) -> list[Slot]:
 def slots_digest(slots: list[Slot]) -> str:
     """The digest a shard records of its slots (merge recomputes it)."""
     return digest([list(s) for s in slots])
-
-
-def placement_free(document: dict[str, Any]) -> dict[str, Any]:
-    """A pre-registration's JSON form less the address of its endpoint (PLACEMENT)."""
-    model = document.get("model")
-    if not isinstance(model, dict):
-        return dict(document)
-    return {**document, "model": {k: v for k, v in model.items() if k != "base_url"}}
-
-
-def plan_hash(document: dict[str, Any]) -> str:
-    """The hash every shard of one study records: the pre-registration less its placement."""
-    return digest(placement_free(document))
 
 
 def budget_share(budget: Budget, count: int) -> Budget:
