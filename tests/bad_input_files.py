@@ -16,9 +16,10 @@ from typing import Any
 import orjson
 import yaml
 
-from poisson_tasks.prereg import load_preregistration
-from poisson_tasks.runfolder import EPISODES, HEADER, EpisodeLine, Timing, Usage
+from poisson_tasks.prereg import Slot, load_preregistration
+from poisson_tasks.runfolder import EPISODES, HEADER, REPLAY, EpisodeLine, Timing, Usage
 from poisson_tasks.runner.folder import RunFolder
+from poisson_tasks.runner.replay import replay_record
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "preregistrations" / "smoke.yaml"
@@ -185,6 +186,13 @@ def make(d: Path) -> None:
     for name, damage in folders.items():
         RunFolder.create(d / name, plan, {}).close("interrupted", "made by the test")
         damage(d / name)
+    # a probe registration where a pre-registration is expected, and a run holding a replay
+    (d / "probe.yaml").write_bytes(
+        (ROOT / "preregistrations" / "probes" / "reference.yaml").read_bytes()
+    )
+    RunFolder.create(d / "replayed", plan, {}).close("complete", "made by the test")
+    sample = replay_record([Slot(arm, seed, 0)], 0, 1)
+    RunFolder.create(d / "replayed" / REPLAY, plan, {}, replay=sample).close("complete", None)
 
 
 def _replace(path: Path, make_new: Callable[[Path], Any]) -> None:

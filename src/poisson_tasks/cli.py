@@ -41,8 +41,27 @@ app = typer.Typer(
 )
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        from poisson_tasks.hashes import version_lines
+
+        typer.echo("\n".join(version_lines()))
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and this build's hashes (engine, generator, vocabulary, "
+            "environment), as a card records them.",
+        ),
+    ] = False,
+) -> None:
     """poisson-tasks: measure what one level of a difficulty knob is worth to one model."""
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 import time
 from collections import Counter
@@ -61,6 +62,7 @@ from poisson_tasks.runner.endpoint import Counters, Endpoint
 from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import (
     FolderLock,
+    FolderState,
     RunFolder,
     check_creatable,
     resume_hint,
@@ -128,6 +130,10 @@ class RunSummary(BaseModel):
     replay_waits: bool = Field(
         default=False,
         description="design.replay is declared but the run is not complete: no replay yet",
+    )
+    already_complete: bool = Field(
+        default=False,
+        description="a resume found every slot scored: nothing ran and no session was added",
     )
 
     @property
@@ -739,6 +745,8 @@ async def _run_plan(
     try:
         if resume:
             checked = RunFolder.check_resumable(path, plan, record, replay)  # again, locked
+            if all(slot in checked[1].scored for slot in slots):
+                return _complete_already(plan, slots, path, checked)
         key = _api_key(plan)
         base_url = pr.model.resolved_base_url
         if pr.model.provider == "reference" and base_url is None:
@@ -822,6 +830,39 @@ async def _run_plan(
             await endpoint.close()
         if server is not None:
             server.close()
+
+
+def _complete_already(
+    plan: Plan, slots: list[Slot], path: Path, checked: tuple[RunHeader, FolderState]
+) -> RunSummary:
+    """The summary of a resume that found every slot scored: it opened no session (an empty one
+    would only add a line to the card's provenance), so nothing was written."""
+    header, state = checked
+    pr = plan.preregistration
+    last = header.sessions[-1]
+    return RunSummary(
+        folder=str(path),
+        session=last.index,
+        shard=None if header.shard is None else f"{header.shard.index}/{header.shard.count}",
+        stop_reason="complete",
+        planned=len(slots),
+        scored=len(slots),
+        written=0,
+        outcomes={},
+        passed=0,
+        malformed_clause1=0,
+        no_tool_call=0,
+        instrument=0,
+        abandoned=0,
+        retries=0,
+        tokens=state.spend.tokens,
+        dollars=state.spend.dollars(pr.model.rates),
+        seconds=0.0,
+        incomplete_arms=[],
+        no_call_max=pr.thresholds.no_call_max,
+        instrument_max=pr.thresholds.instrument_max,
+        already_complete=True,
+    )
 
 
 def _stopped_line(name: str, summary: RunSummary) -> str:
@@ -957,8 +998,19 @@ def summary_lines(summary: RunSummary) -> list[str]:
         else "-"
     )
     spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
+    what = "replay" if summary.replay_of else "run"
+    if summary.already_complete:
+        carded = summary.replay_of or summary.folder
+        lines = [
+            f"{what} {summary.folder}"
+            + (f" (shard {summary.shard})" if summary.shard else "")
+            + f" is complete already: {summary.scored}/{summary.planned} slots scored, "
+            f"{summary.tokens:,} tokens{spend}; nothing ran and no session was added (its card: "
+            f"poisson-tasks card {shlex.quote(carded)})"
+        ]
+        return lines + ([] if summary.replay is None else summary_lines(summary.replay))
     lines = [
-        ("replay" if summary.replay_of else "run")
+        what
         + f" {summary.folder}"
         + (f" (shard {summary.shard})" if summary.shard else "")
         + f" session {summary.session}: {summary.stop_reason}"
