@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shlex
 import signal
@@ -246,6 +247,9 @@ class _Session:
         self.instrument = 0
         self.abandoned = 0
         self.abandoned_usage = Usage()
+        # what the progress shows as spent: the folder's spend when the session began, then each
+        # episode's as it is counted, so a frame's tokens belong to the episodes it counts
+        self.shown = dataclasses.replace(limits.spend)
         self.lost: tuple[str, RunFolderError] | None = None  # an fsync failed (see _lost)
         self._slots = iter(pending)
         self._workers: list[asyncio.Task[None]] = []
@@ -271,6 +275,7 @@ class _Session:
             reasoning_tokens=(before.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
         )
         self.limits.spend.add(usage)
+        self._show_spent(usage)
 
     def _abandon_line(self, line: EpisodeLine, spent: bool = False) -> None:
         """A finished episode whose line the disk refused: counted as abandoned, its spend kept
@@ -286,6 +291,11 @@ class _Session:
         )
         if not spent:
             self.limits.spend.add(usage)
+        self._show_spent(usage)
+
+    def _show_spent(self, usage: Usage) -> None:
+        self.shown.add(usage)
+        self.progress.spent(self.shown.tokens, self.shown.dollars(self.limits.rates))
 
     def _lost(self, lines: list[EpisodeLine], exc: OSError) -> None:
         """An fsync failed: the lines it covered were cut back off (never counted as recorded)."""
@@ -308,20 +318,20 @@ class _Session:
 
     def _tally(self, line: EpisodeLine) -> None:
         self.outcomes[line.outcome] += 1
-        progress = self.progress
-        progress.done += 1
-        if line.outcome in INSTRUMENT_OUTCOMES:
+        instrument = line.outcome in INSTRUMENT_OUTCOMES
+        if instrument:
             self.instrument += 1
-            progress.instrument += 1
         else:
-            progress.scored += 1
             self.passed += line.passed
-            progress.passed += line.passed
             self.clause1 += line.malformed_clause == 1
             self.no_call += line.tool_calls == 0
-        progress.tokens = self.limits.spend.tokens
-        progress.dollars = self.limits.spend.dollars(self.limits.rates)
-        progress.refresh()
+        self.shown.add(line.usage)
+        self.progress.episode(
+            instrument=instrument,
+            passed=line.passed,
+            tokens=self.shown.tokens,
+            dollars=self.shown.dollars(self.limits.rates),
+        )
 
     async def _worker(self) -> None:
         try:
@@ -344,7 +354,7 @@ class _Session:
             bundle = self.tasks.take(slot)
             trace = Trace.start(bundle)
             setup_s = time.perf_counter() - t0
-            self.progress.in_flight += 1
+            self.progress.flying(+1)
             try:
                 line = await run_episode(bundle, slot, self.ctx, setup_s, trace)
             except OutOfCredit as exc:
@@ -360,7 +370,7 @@ class _Session:
                 self._abandon(trace)
                 raise
             finally:
-                self.progress.in_flight -= 1
+                self.progress.flying(-1)
                 self.tasks.release(slot)
             # Written at once, with no await before it, so a stop cannot cut a paid episode off;
             # its spend counts now, its tally once an fsync covers it (folder's on_durable).
@@ -392,7 +402,7 @@ class _Session:
                 self._stop(reason)
                 break
             batch, pending = pending[:size], pending[size:]
-            self.progress.in_flight = len(batch)
+            self.progress.flight(len(batch))
             try:
                 lines, _ = await run_batch(
                     self.plan,
@@ -412,7 +422,7 @@ class _Session:
                 self._stop("interrupted", str(exc))
                 break
             finally:
-                self.progress.in_flight = 0
+                self.progress.flight(0)
             try:
                 await self.folder.write(lines)
             except OSError as exc:  # a full disk: the batch is cut back off, the run stops
@@ -780,6 +790,9 @@ async def _run_plan(
             token_cap=budget.tokens,
             dollar_cap=budget.dollars,
             enabled=show_progress,
+            label=str(path),
+            tokens=folder.state.spend.tokens,
+            dollars=folder.state.spend.dollars(pr.model.rates),
         )
         endpoint = Endpoint(
             base_url=base_url,
@@ -804,6 +817,7 @@ async def _run_plan(
                     await session.run_null(base_url, key)
                 else:
                     await session.run()
+                folder.finish_writes()  # the last lines counted before the last frame is drawn
             stop, detail = session.stop_reason or "interrupted", session.detail
             if signals.signum is not None:
                 detail = f"stopped by {signals.name}"
