@@ -8,6 +8,7 @@ The runs are the smoke study against the in-process reference endpoint (a script
 
 from __future__ import annotations
 
+import datetime as real_datetime
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import yaml
 
 from poisson_tasks.calibration import output
 from poisson_tasks.cli import run_cli
+from poisson_tasks.runner import folder as run_folder
 from poisson_tasks.runner import run_preregistration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,3 +151,21 @@ def test_a_read_only_run_folder_is_carded_and_says_where_its_card_is_not(
     rc, _, err = _card(["runs/s1", "--out", "cards/s1"], capsys)
     assert rc == 0 and (here / "cards" / "s1" / "card.json").is_file()
     assert json.loads((here / "cards" / "s1" / "card.json").read_text())["provenance"]
+
+
+def test_two_studies_carded_in_the_same_second_get_two_folders(
+    here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default folder is runs/<name>-<UTC second>: a second `card PREREG` in the same second
+    used to be refused, its folder already holding the first run."""
+
+    class Frozen(real_datetime.datetime):
+        @classmethod
+        def now(cls, tz: real_datetime.tzinfo | None = None) -> Frozen:  # type: ignore[override]
+            return cls(2026, 12, 4, 12, 0, 0, tzinfo=tz)
+
+    monkeypatch.setattr(run_folder, "datetime", Frozen)
+    for _ in range(2):
+        assert _card([SMOKE, "--quiet"], capsys)[0] == 0
+    made = sorted(p.name for p in (here / "runs").iterdir())
+    assert made == ["s1", "smoke-20261204T120000Z", "smoke-20261204T120000Z-2"]
