@@ -4,13 +4,13 @@
 A run's card lives in its own folder, RUN_DIR/card/ (runfolder.CARD_DIR): `card RUN` and `card
 PREREG` both write it there, and `--out DIR` writes the same files into DIR as well. Before
 anything is written every destination is checked, and one that would overwrite something else is
-refused in one line (OutputError, exit 2): a folder inside another run's folder, a folder holding
-files a card does not write, or a folder holding the card of another run.
+refused in one line (OutputError, exit 2): the run folder itself, a folder inside another run's
+folder, a file, a folder holding files a card does not write, or (for --out) a folder holding a
+card other than the run's current one.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +37,6 @@ __all__ = [
     "card_home",
     "check_card_folder",
     "check_card_place",
-    "run_identity",
     "write_card",
     "write_run_card",
 ]
@@ -74,22 +73,11 @@ def card_home(run_dir: Path | str) -> Path:
     return Path(run_dir) / CARD_DIR
 
 
-def run_identity(artifact: Artifact) -> tuple[str, str]:
-    """What tells one run from another on its card: the pre-registration's hash and when the run's
-    first session started (a resumed run keeps both; a merge takes its first shard's)."""
-    provenance = artifact.provenance
-    started = provenance.sessions[0].started_at if provenance.sessions else ""
-    return provenance.preregistration_hash, started
-
-
-def _stored_identity(card: Path) -> tuple[str, str] | None:
-    """run_identity of the card.json at `card`, or None when it is not a card's."""
+def _card_json_of(folder: Path) -> bytes | None:
+    """The card.json bytes a folder holds, or None when it holds none that can be read."""
     try:
-        provenance = json.loads(read_limited(card, HEADER_MAX_BYTES))["provenance"]
-        sessions = provenance["sessions"]
-        started = sessions[0]["started_at"] if sessions else ""
-        return str(provenance["preregistration_hash"]), str(started)
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return read_limited(folder / CARD_JSON, HEADER_MAX_BYTES)
+    except OSError:
         return None
 
 
@@ -129,9 +117,9 @@ def check_card_place(folder: Path | str, run_dir: Path | str, flag: str = "--out
     owner = _owning_run(folder)
     if owner is not None and owner != run_dir.resolve():
         raise OutputError(
-            f"{named} lies in the run folder {_shown(owner)}, which is another run's: its card stays as it "
-            f"is; the card of {run_dir} goes into {card_home(run_dir)}, and --out takes a folder "
-            "outside every run folder"
+            f"{named} lies in the run folder {_shown(owner)}, which is another run's: its card "
+            f"stays as it is; the card of {run_dir} goes into {card_home(run_dir)}, and --out "
+            "takes a folder outside every run folder"
         )
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{named} is a file: give a folder to write card.json and card.md into")
@@ -149,31 +137,26 @@ def check_card_place(folder: Path | str, run_dir: Path | str, flag: str = "--out
 
 
 def check_card_folder(
-    folder: Path | str,
-    run_dir: Path | str,
-    identity: tuple[str, str] | None,
-    flag: str = "--out",
+    folder: Path | str, run_dir: Path | str, new: bytes | None = None, flag: str = "--out"
 ) -> None:
-    """Refuse, writing nothing, a folder the card of `run_dir` must not be written into.
+    """Refuse, writing nothing, a folder other than RUN_DIR/card/ that `run_dir`'s card must not be
+    written into: check_card_place's refusals, and a folder holding a card other than the one in
+    RUN_DIR/card/ or the card about to be written (`new`, its card.json bytes): another run's, or
+    an older card of this run, which replacing it would lose.
 
-    Refused: a folder inside another run's folder; a file; a folder holding anything but card
-    files; a folder holding the card of another run than `identity` (run_identity; None for a run
-    not made yet, so that any card there is another run's). `flag` names the folder in the message
-    (`--out`, or "" for the run's own card folder)."""
+    So `card RUN --out DIR` may be run again; a new run (card PREREG) has no card yet, and any card
+    there is refused."""
     place = Path(folder)
     named = f"{flag} {place}" if flag else str(place)
-    held = check_card_place(place, run_dir, flag)
-    if not held:
+    if not check_card_place(place, run_dir, flag):
         return
-    stored = _stored_identity(place / CARD_JSON) if CARD_JSON in held else None
-    if identity is not None and stored == identity:
+    held = _card_json_of(place)
+    if held is not None and held in (new, _card_json_of(card_home(run_dir))):
         return
-    whose = (
-        "a card whose run cannot be told (no readable card.json)"
-        if stored is None
-        else f"the card of another run (pre-registration {stored[0][:12]}, started {stored[1]})"
+    raise OutputError(
+        f"{named} holds a card other than the one in {card_home(run_dir)} (another run's, or an "
+        "older card of this run): give another folder, or move that card away first"
     )
-    raise OutputError(f"{named} holds {whose}: give another folder, or move that card away first")
 
 
 def _writable(folder: Path) -> bool:
@@ -199,12 +182,12 @@ def write_run_card(
     cannot write (a read-only copy) keeps no card/: the files go to `out` only, and a note says so.
     """
     run = Path(run_dir)
-    home, identity = card_home(run), run_identity(artifact)
+    home = card_home(run)
     target = None if out is None else Path(out)
     at_home = target is not None and target.resolve() == home.resolve()
-    check_card_folder(home, run, identity, flag="--out" if at_home else "")
+    check_card_place(home, run, flag="--out" if at_home else "")  # the run's own: replaced
     if target is not None and not at_home:
-        check_card_folder(target, run, identity)
+        check_card_folder(target, run, card_json(artifact))
     written: list[Path] = []
     notes: list[str] = []
     if at_home or _writable(run):

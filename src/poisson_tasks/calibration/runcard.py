@@ -58,7 +58,7 @@ def card_study(
     plan = prereg if isinstance(prereg, Plan) else load_preregistration(prereg)
     folder = Path(run_dir) if run_dir is not None else default_run_folder(plan)
     if out is not None:
-        check_card_folder(Path(out), folder, None)  # a new run: any card there is another's
+        check_card_folder(Path(out), folder)  # a new run has no card: any card there is another's
     result = run_study(plan, folder, show_progress=show_progress)
     return result, write_run_card(result.artifact, folder, out, plot=plot)
 
