@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poisson_tasks.cli import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL = frozenset({"bash", "sh", "shell", "console"})
@@ -236,8 +238,6 @@ class Session:
         if argv is None:
             self._shell(block, command, shown)
             return
-        from poisson_tasks.cli import run_cli
-
         out, err = io.StringIO(), io.StringIO()
         here = Path.cwd()
         os.chdir(self.folder)
@@ -343,10 +343,9 @@ def _shown_values(source: str) -> dict[int, str]:
         elif (
             last is not None
             and text.startswith("#    ")
-            and token.start[1] == token.line.index("#")
             and not token.line[: token.start[1]].strip()
         ):
-            shown[last] += " " + text[1:].strip()
+            shown[last] += " " + text[1:].strip()  # a comment alone on its line continues it
         else:
             last = None
     return {line: " ".join(value.split()) for line, value in shown.items()}

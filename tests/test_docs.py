@@ -6,6 +6,7 @@ user would paste runs as pasted, page by page in a fresh folder, or carries its 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,10 @@ def test_show_examples_are_current() -> None:
 # --------------------------------------------------------------------------- pasted blocks
 
 
+# a file a marker's reason cites as its evidence: tests/x.py, tests/x.py::test_y, scripts/ci/z
+CITED = re.compile(r"(?P<path>(?:tests|scripts)/[\w./-]*\w)(?:::(?P<test>\w+))?")
+
+
 def _kinds(block: Block) -> list[str]:
     if block.python:
         return [block.kind_of("")[0]]
@@ -66,6 +71,12 @@ def test_every_pasted_block_runs_or_says_why_not() -> None:
                     f"{block.where}: marker on line {marker.line} names {marker.text!r}, "
                     "which no command of the block holds"
                 )
+                for cited in CITED.finditer(marker.rest):  # a reason's evidence must exist
+                    path, test = ROOT / cited["path"], cited["test"]
+                    assert path.exists(), f"{block.where}: {cited['path']} does not exist"
+                    assert test is None or f"def {test}(" in path.read_text(encoding="utf-8"), (
+                        f"{block.where}: {cited['path']} has no {test}"
+                    )
             for kind in _kinds(block):
                 counts[kind] += 1
     assert counts["run"] >= 40, counts  # a floor: marking blocks skipped is not a way out
