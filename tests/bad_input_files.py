@@ -18,10 +18,11 @@ import orjson
 import yaml
 
 from poisson_tasks.bundle import digest
-from poisson_tasks.prereg import Plan, load_preregistration
+from poisson_tasks.prereg import Plan, Slot, load_preregistration
 from poisson_tasks.registered import plan_hash
-from poisson_tasks.runfolder import EPISODES, HEADER, EpisodeLine, Timing, Usage
+from poisson_tasks.runfolder import EPISODES, HEADER, REPLAY, EpisodeLine, Timing, Usage
 from poisson_tasks.runner.folder import RunFolder
+from poisson_tasks.runner.replay import replay_record
 from poisson_tasks.runner.shard import SHARD_RULE, Shard, shard_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,6 +202,13 @@ def make(d: Path) -> None:
         RunFolder.create(d / name, plan, {}).close("interrupted", "made by the test")
         damage(d / name)
     _foreign_folders(d, plan)
+    # a probe registration where a pre-registration is expected, and a run holding a replay
+    (d / "probe.yaml").write_bytes(
+        (ROOT / "preregistrations" / "probes" / "reference.yaml").read_bytes()
+    )
+    RunFolder.create(d / "replayed", plan, {}).close("complete", "made by the test")
+    sample = replay_record([Slot(arm, seed, 0)], 0, 1)
+    RunFolder.create(d / "replayed" / REPLAY, plan, {}, replay=sample).close("complete", None)
 
 
 def _edit_header(

@@ -350,12 +350,13 @@ def test_a_stop_that_takes_the_server_down_records_no_instrument_failure(tmp_pat
 
 
 def test_resuming_a_complete_run_claims_no_resume(finished_run: PlannedRun) -> None:
+    """Nothing is left to run, so no session is opened (issue 34 item 3: an empty one made the
+    card say its serving held across two sessions)."""
     path, out = finished_run
     again = run_preregistration(path, out, resume=True, show_progress=False)
-    assert again.complete and again.written == 0
+    assert again.complete and again.written == 0 and again.already_complete
     artifact = card_from_run(out)
-    assert len(artifact.provenance.sessions) == 2
-    assert [s.episodes_written for s in artifact.provenance.sessions] == [8, 0]
+    assert [s.episodes_written for s in artifact.provenance.sessions] == [8]
     assert "resumed" not in {c.key for c in artifact.statements.does_not_claim}
 
 

@@ -831,7 +831,8 @@ def test_the_progress_line_shows_done_pass_rate_spend_retries_and_eta() -> None:
 
     stream = io.StringIO()
     with Progress(10, token_cap=1000, dollar_cap=2.0, stream=stream, enabled=True) as p:
-        p.done, p.scored, p.passed, p.tokens, p.dollars = 4, 4, 3, 250, 0.5
+        for passed in (True, True, True, False):
+            p.episode(instrument=False, passed=passed, tokens=250, dollars=0.5)
         p.retry("429")
     text = stream.getvalue()
     for needle in (
@@ -844,7 +845,8 @@ def test_the_progress_line_shows_done_pass_rate_spend_retries_and_eta() -> None:
     ):
         assert needle in text, (needle, text)
     quiet = io.StringIO()
-    with Progress(10, token_cap=1000, dollar_cap=None, stream=quiet) as p:  # not a terminal
+    # not a terminal: no live line; a plain line comes every LINE_EVERY_S (tests/test_progress.py)
+    with Progress(10, token_cap=1000, dollar_cap=None, stream=quiet) as p:
         p.retry("500")
     assert quiet.getvalue() == ""
 

@@ -185,8 +185,8 @@ def test_a_shard_folder_resumes_as_its_own_shard_only(
         [*CLI, "run", "--resume", str(out), "--quiet"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert "(shard 0/2) session 1: complete" in done.stderr
-    assert len(read_header(out).sessions) == 2
+    assert "(shard 0/2) is complete already" in done.stderr  # complete: no session is opened
+    assert len(read_header(out).sessions) == 1
 
 
 @pytest.mark.parametrize(

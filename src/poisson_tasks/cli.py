@@ -18,7 +18,7 @@ from poisson_tasks.errors import PoissonError, PreregistrationError, escape_cont
 from poisson_tasks.local import defaults as local_defaults
 
 if TYPE_CHECKING:
-    from poisson_tasks.calibration import Artifact
+    from poisson_tasks.calibration.output import CardFiles
 
 # Each verb imports what it needs inside its own body (ruff PLC0415 is off for this file): the
 # top layer defers every heavy import so `poisson-tasks --help` starts in milliseconds.
@@ -41,8 +41,27 @@ app = typer.Typer(
 )
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        from poisson_tasks.hashes import version_lines
+
+        typer.echo("\n".join(version_lines()))
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and this build's hashes (engine, generator, vocabulary, "
+            "environment), as a card records them.",
+        ),
+    ] = False,
+) -> None:
     """poisson-tasks: measure what one level of a difficulty knob is worth to one model."""
 
 
@@ -318,10 +337,14 @@ def card(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
-    """Build a card: from a run folder, or run a pre-registration first (exit 1 when refused)."""
+    """Build a card: from a run folder, or run a pre-registration first (exit 1 when refused).
+
+    Either way the card's files are written into the run folder's card/ (and --out DIR when
+    given); a destination that would overwrite something else is refused before anything runs.
+    """
     from poisson_tasks import calibration
     from poisson_tasks.calibration.cardjson import card_json
-    from poisson_tasks.calibration.output import write_card
+    from poisson_tasks.calibration.output import check_card_place, write_run_card
 
     if published and target is not None:
         raise PoissonError(
@@ -344,23 +367,30 @@ def card(
         raise PoissonError(f"--compare {compare!r} is unknown; the one choice is `published`")
     if plot and out is None:
         raise PoissonError("--plot writes PNG files: add --out DIR")
-    incomplete = False
+    incomplete, beside = False, None
     if target is None or (target.exists() and not target.is_dir()):  # a FIFO: refused as read
-        artifact, incomplete = _run_then_card(target, run_dir, out, quiet)
+        made, incomplete = _run_then_card(target, run_dir, out, plot, quiet)
+        beside = calibration.compare_published(made.artifact) if compare else None
     elif target.is_dir():
         if run_dir is not None:
             raise PoissonError("--run-dir goes with a pre-registration file, not a run folder")
+        if out is not None:  # refused before the pass over the records
+            check_card_place(out, target)
         artifact = calibration.card_from_run(target)
+        beside = calibration.compare_published(artifact) if compare else None  # a refusal: no file
+        made = write_run_card(artifact, target, out, plot=plot)
     else:
         raise PoissonError(
             f"{target} does not exist: give a run folder or a pre-registration YAML file"
         )
-    if compare is not None:
-        typer.echo(calibration.compare_published(artifact), nl=False)
-    if out is not None:
-        for path in write_card(artifact, out, plot=plot):
-            typer.echo(str(path), err=True)
-    if compare is None:
+    for path in made.written:
+        typer.echo(str(path), err=True)
+    for note in made.notes:
+        _say("note", note)
+    artifact = made.artifact
+    if beside is not None:
+        typer.echo(beside, nl=False)
+    else:
         doc = calibration.render_document(artifact)
         sys.stdout.write(card_json(artifact).decode() if as_json else doc)
     if incomplete:
@@ -368,27 +398,25 @@ def card(
 
 
 def _run_then_card(
-    prereg: Path | None, run_dir: Path | None, out: Path | None, quiet: bool
-) -> tuple[Artifact, bool]:
+    prereg: Path | None, run_dir: Path | None, out: Path | None, plot: bool, quiet: bool
+) -> tuple[CardFiles, bool]:
     """Run a pre-registration (or the embedded default) and card it; the summary goes to stderr.
 
     The one rule, shared with `run`: stdout carries what a command makes (here the card); a run's
     session summary is a report and goes to stderr.
     """
-    from poisson_tasks.calibration.output import write_card
     from poisson_tasks.runner import summary_lines
-    from poisson_tasks.study import default_preregistration, run_study
+    from poisson_tasks.study import card_study, default_preregistration
 
     source = prereg if prereg is not None else default_preregistration()
     if prereg is None:
         typer.echo(f"no target given: running the embedded default {source.name}", err=True)
-    result = run_study(source, run_dir, show_progress=False if quiet else None)
+    result, made = card_study(
+        source, run_dir, out, plot=plot, show_progress=False if quiet else None
+    )
     for line in summary_lines(result.summary):
         typer.echo(line, err=True)
-    if out is None:
-        for path in write_card(result.artifact, result.folder / "card"):
-            typer.echo(str(path), err=True)
-    return result.artifact, result.summary.exit_code == 3
+    return made, result.summary.exit_code == 3
 
 
 @app.command()

@@ -13,6 +13,7 @@ from importlib.metadata import distributions
 from pathlib import Path
 from typing import NamedTuple
 
+from poisson_tasks import __version__
 from poisson_tasks.tokens import TOKENIZER_ID
 
 _ROOT = Path(__file__).resolve().parent
@@ -177,3 +178,16 @@ _DESCRIPTIONS = {
     "uv.lock": "from uv.lock: sha256 of the lock the installed distributions were checked against",
     "distributions": "not from a lock: sha256 of the installed distributions' name==version list",
 }
+
+
+def version_lines() -> list[str]:
+    """What `poisson-tasks --version` prints: the version, then the build's hashes under the names
+    a card's provenance gives them, so a card can be matched to the install that would rebuild it."""
+    env = environment_hash()
+    return [
+        f"poisson-tasks {__version__}",
+        f"engine hash       {engine_hash()}",
+        f"generator hash    {generator_hash()}",
+        f"vocabulary hash   {vocabulary_hash()}",
+        f"environment hash  {env} ({describe_environment_hash(env)})",
+    ]

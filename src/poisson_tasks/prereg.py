@@ -31,6 +31,7 @@ import hashlib
 import ipaddress
 import math
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
@@ -65,6 +66,7 @@ from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_diff
 from poisson_tasks.yamlfile import YamlLimits, YamlRefused, load_json_yaml
 
 FORMAT = "poisson-tasks/preregistration@1"
+PROBE_FORMAT = "poisson-tasks/probe@1"  # a knob-probe registration (probe/design.py reads it)
 RANGE_SEEDS = "range"
 SEED_MODULUS = 2**31
 Provider = Literal["openai", "vllm", "ollama", "llamacpp", "openai-compatible", "reference"]
@@ -1183,6 +1185,14 @@ def validate_preregistration(
     if not isinstance(doc, Mapping):
         raise PreregistrationError(
             [f"(document): must be a mapping of sections, got {type(doc).__name__}"]
+        )
+    if doc.get("format") == PROBE_FORMAT:  # the other kind of file: say so, not what it lacks
+        file = shlex.quote(source) if source else "FILE"
+        raise PreregistrationError(
+            [
+                f"{source or '(document)'}: a probe registration (format: {PROBE_FORMAT}), not a "
+                f"pre-registration: run it with poisson-tasks probe {file} --out DIR"
+            ]
         )
     problems = _walk(doc, "")
     if problems:  # nothing below can be trusted with NaN, 2^64 or a nesting bomb in it

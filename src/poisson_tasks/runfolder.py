@@ -33,6 +33,9 @@ key, so its bytes are as they were before shards existed.
 Replays. `poisson-tasks replay RUN_DIR` runs a seeded sample of the run's scored slots again into
 the folder RUN_DIR/replay/ (REPLAY), a run folder of its own whose header records `replay`
 (ReplayRecord): the sample's size, seed, rule and slots. A run's own header never has that key.
+
+Cards. `poisson-tasks card` writes a run's card into RUN_DIR/card/ (CARD_DIR), whether it ran the
+run or was given its folder (calibration/output.py).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, Outcome
 HEADER = "run.json"
 EPISODES = "episodes.jsonl"
 REPLAY = "replay"  # the folder inside a run folder that holds its replay
+CARD_DIR = "card"  # the folder inside a run folder that holds its card (card.json, card.md)
 # What a reader takes from a run folder (docs/commands.md): run.json is at most HEADER_MAX_BYTES,
 # each line of episodes.jsonl at most LINE_MAX_BYTES; both must be regular files.
 HEADER_MAX_BYTES = 64 << 20

@@ -42,7 +42,7 @@ from poisson_tasks.calibration.tally import RunTally
 from poisson_tasks.errors import CardRefusal, RunFolderError
 from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.prereg import Thresholds
-from poisson_tasks.runfolder import RunHeader, read_header
+from poisson_tasks.runfolder import HEADER, REPLAY, RunHeader, read_header
 
 __all__ = [
     "LineObserver",
@@ -249,6 +249,19 @@ def _tallied(
     header's plan and counted, the lines hashed on the way; no episode is kept (`observe` sees
     each line's fields before it is checked) but the replayed slots' lines `replay` keeps."""
     header = read_header(folder)
+    if header.replay is not None:  # the other kind of folder: say so, not that it is incomplete
+        run = (
+            folder.parent if folder.name == REPLAY and (folder.parent / HEADER).is_file() else None
+        )
+        raise RunFolderError(
+            f"{folder} holds a replay ({header.replay.sample} of a run's scored slots run again), "
+            "not a run: what came out the same is the Reproducibility section of the run's card: "
+            + (
+                f"poisson-tasks card {shlex.quote(str(run))}"
+                if run
+                else "card the run it came from"
+            )
+        )
     stream = RecordStream(folder)
     tally = RunTally(header.arms, header.seeds, header.attempts)
     add = tally.add

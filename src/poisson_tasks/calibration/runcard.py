@@ -12,6 +12,7 @@ from pathlib import Path
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.build import card_from_run
+from poisson_tasks.calibration.output import CardFiles, check_card_folder, write_run_card
 from poisson_tasks.prereg import Plan, load_preregistration, validate_preregistration
 from poisson_tasks.runner import (
     RunSummary,
@@ -41,6 +42,25 @@ def run_study(
     folder = Path(run_dir) if run_dir is not None else default_run_folder(plan)
     summary = run_preregistration(plan, folder, show_progress=show_progress)
     return StudyResult(folder=folder, summary=summary, artifact=card_from_run(folder))
+
+
+def card_study(
+    prereg: str | Path | Plan,
+    run_dir: str | Path | None = None,
+    out: str | Path | None = None,
+    *,
+    plot: bool = False,
+    show_progress: bool | None = None,
+) -> tuple[StudyResult, CardFiles]:
+    """`card PREREG`: run the study into a new folder, then write its card where `card RUN` writes
+    a run's card (RUN_DIR/card/, and `out` when given). `out` is checked before the run starts: a
+    run that would end with its card refused a place is not run."""
+    plan = prereg if isinstance(prereg, Plan) else load_preregistration(prereg)
+    folder = Path(run_dir) if run_dir is not None else default_run_folder(plan)
+    if out is not None:
+        check_card_folder(Path(out), folder)  # a new run has no card: any card there is another's
+    result = run_study(plan, folder, show_progress=show_progress)
+    return result, write_run_card(result.artifact, folder, out, plot=plot)
 
 
 def run_arm(

@@ -12,6 +12,7 @@ reads what they recorded.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +37,7 @@ from poisson_tasks.prereg import (
     FORMAT as PREREG_FORMAT,
 )
 from poisson_tasks.prereg import (
+    PROBE_FORMAT,
     Budget,
     Decoding,
     Execution,
@@ -48,7 +50,6 @@ from poisson_tasks.prereg import (
 )
 from poisson_tasks.runfolder import HEADER_MAX_BYTES
 
-PROBE_FORMAT = "poisson-tasks/probe@1"
 # The knobs a registration probes unless it names others: every knob not on the published cards
 # (the seven newer ones), in arms.py's order.
 PROBED_KNOBS: tuple[Knob, ...] = tuple(knob for knob in KNOBS if not KNOB_DEFS[knob].published)
@@ -212,10 +213,19 @@ def _problems(exc: ValidationError) -> list[str]:
     return out
 
 
-def validate_probe(doc: Mapping[str, Any]) -> ProbeRegistration:
+def validate_probe(doc: Mapping[str, Any], *, source: str | None = None) -> ProbeRegistration:
     """Validate a probe registration; PreregistrationError carries one line per problem."""
     if not isinstance(doc, Mapping):
         raise PreregistrationError(["(document): must be a mapping of sections"])
+    if doc.get("format") == PREREG_FORMAT:  # the other kind of file: say so, not what it lacks
+        file = shlex.quote(source) if source else "FILE"
+        raise PreregistrationError(
+            [
+                f"{source or '(document)'}: a pre-registration (format: {PREREG_FORMAT}), not a "
+                f"probe registration: run it with poisson-tasks run {file} (or card it: "
+                f"poisson-tasks card {file})"
+            ]
+        )
     if doc.get("format") != PROBE_FORMAT:
         raise PreregistrationError(
             [f"format: must be {PROBE_FORMAT!r} for a probe, got {doc.get('format')!r}"]
@@ -289,7 +299,7 @@ def load_probe(path: str | Path) -> ProbeRegistration:
         raise PreregistrationError(
             [f"{file_path}: must be a YAML mapping (format, name, models ...)"]
         )
-    return validate_probe(doc)
+    return validate_probe(doc, source=str(file_path))
 
 
 def registration_hash(reg: ProbeRegistration) -> str:

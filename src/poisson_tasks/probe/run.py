@@ -37,6 +37,7 @@ from poisson_tasks.probe.figures import ProbeResult
 from poisson_tasks.probe.render import write_result
 from poisson_tasks.probe.table import analyse, effective_arm_runs, phase1_check
 from poisson_tasks.runner import run_preregistration
+from poisson_tasks.runner.progress import Heartbeat
 
 __all__ = ["ProbeRun", "rerun_void", "run_probe"]
 
@@ -127,25 +128,34 @@ def run_probe(
 
     run=False only records the registration (checked against the folder's) and analyses: how a
     rerun takes a registration whose execution or budget section was changed to fix its cause."""
-    reg = registration if isinstance(registration, ProbeRegistration) else load_probe(registration)
     root = Path(out_dir)
-    _open_root(root, reg)
     complete = True
-    for pm in reg.models if run else ():
-        label, rates = pm.label, pm.model.rates
-        p1 = phase1_plan(reg, label)
-        f1 = phase1_folder(root, label)
-        p1 = _capped(p1, reg, _spent([], rates))
-        if not _run(p1, f1, show_progress):
-            complete = False
-            continue
-        check = phase1_check(reg, root, label)
-        if check is None or check.stopped:
-            continue
-        arms = _capped(arms_plan(reg, label), reg, _spent([f1], rates))
-        complete &= _run(arms, arms_folder(root, label), show_progress)
-    result = analyse(root)
-    write_result(root, result)
+    with Heartbeat(f"probe {root}", enabled=show_progress) as beat:
+        beat.stage("reading the registration and checking every model's plans")
+        reg = (
+            registration
+            if isinstance(registration, ProbeRegistration)
+            else load_probe(registration)
+        )
+        _open_root(root, reg)
+        for pm in reg.models if run else ():
+            label, rates = pm.label, pm.model.rates
+            beat.stage(f"{label}: phase 1 (its checks, then its run)")
+            p1 = phase1_plan(reg, label)
+            f1 = phase1_folder(root, label)
+            p1 = _capped(p1, reg, _spent([], rates))
+            if not _run(p1, f1, show_progress):
+                complete = False
+                continue
+            beat.stage(f"{label}: phase 1 read; the arms (their checks, then their run)")
+            check = phase1_check(reg, root, label)
+            if check is None or check.stopped:
+                continue
+            arms = _capped(arms_plan(reg, label), reg, _spent([f1], rates))
+            complete &= _run(arms, arms_folder(root, label), show_progress)
+        beat.stage("reading every folder's records (the analysis)")
+        result = analyse(root)
+        write_result(root, result)
     return ProbeRun(folder=root, result=result, complete=complete)
 
 
@@ -194,8 +204,11 @@ def rerun_void(
     others = [phase1_folder(root, label), arms_folder(root, label)] + [
         d for d, _ in reruns if d != folder
     ]
-    capped = _capped(plan, reg, _spent(others, pm.model.rates))
-    complete = _run(capped, folder, show_progress)
-    result = analyse(root)
-    write_result(root, result)
+    with Heartbeat(f"probe {root}", enabled=show_progress) as beat:
+        beat.stage(f"{label}: {arm} again (its checks, then its run)")
+        capped = _capped(plan, reg, _spent(others, pm.model.rates))
+        complete = _run(capped, folder, show_progress)
+        beat.stage("reading every folder's records (the analysis)")
+        result = analyse(root)
+        write_result(root, result)
     return ProbeRun(folder=root, result=result, complete=complete)

@@ -692,5 +692,12 @@ def truncate_torn_tail(path: Path) -> int:
 
 
 def default_run_folder(plan: Plan, root: Path = Path("runs")) -> Path:
-    """runs/<pre-registration name>-<UTC time>: where a new run goes when no folder is named."""
-    return root / f"{plan.preregistration.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    """runs/<pre-registration name>-<UTC time>: where a new run goes when no folder is named. A
+    run started in the same second as one already there gets `-2` (then `-3` ...), so two runs
+    in a row never meet in one folder."""
+    base = f"{plan.preregistration.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    path, count = root / base, 1
+    while path.exists():
+        count += 1
+        path = root / f"{base}-{count}"
+    return path

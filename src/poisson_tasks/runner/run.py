@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
+import shlex
 import signal
 import time
 from collections import Counter
@@ -62,6 +64,7 @@ from poisson_tasks.runner.endpoint import Counters, Endpoint
 from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import (
     FolderLock,
+    FolderState,
     RunFolder,
     check_creatable,
     resume_hint,
@@ -129,6 +132,10 @@ class RunSummary(BaseModel):
     replay_waits: bool = Field(
         default=False,
         description="design.replay is declared but the run is not complete: no replay yet",
+    )
+    already_complete: bool = Field(
+        default=False,
+        description="a resume found every slot scored: nothing ran and no session was added",
     )
 
     @property
@@ -242,6 +249,9 @@ class _Session:
         self.instrument = 0
         self.abandoned = 0
         self.abandoned_usage = Usage()
+        # what the progress shows as spent: the folder's spend when the session began, then each
+        # episode's as it is counted, so a frame's tokens belong to the episodes it counts
+        self.shown = dataclasses.replace(limits.spend)
         self.lost: tuple[str, RunFolderError] | None = None  # an fsync failed (see _lost)
         self._slots = iter(pending)
         self._workers: list[asyncio.Task[None]] = []
@@ -267,6 +277,7 @@ class _Session:
             reasoning_tokens=(before.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
         )
         self.limits.spend.add(usage)
+        self._show_spent(usage)
 
     def _abandon_line(self, line: EpisodeLine, spent: bool = False) -> None:
         """A finished episode whose line the disk refused: counted as abandoned, its spend kept
@@ -282,6 +293,11 @@ class _Session:
         )
         if not spent:
             self.limits.spend.add(usage)
+        self._show_spent(usage)
+
+    def _show_spent(self, usage: Usage) -> None:
+        self.shown.add(usage)
+        self.progress.spent(self.shown.tokens, self.shown.dollars(self.limits.rates))
 
     def _lost(self, lines: list[EpisodeLine], exc: OSError) -> None:
         """An fsync failed: the lines it covered were cut back off (never counted as recorded)."""
@@ -304,20 +320,20 @@ class _Session:
 
     def _tally(self, line: EpisodeLine) -> None:
         self.outcomes[line.outcome] += 1
-        progress = self.progress
-        progress.done += 1
-        if line.outcome in INSTRUMENT_OUTCOMES:
+        instrument = line.outcome in INSTRUMENT_OUTCOMES
+        if instrument:
             self.instrument += 1
-            progress.instrument += 1
         else:
-            progress.scored += 1
             self.passed += line.passed
-            progress.passed += line.passed
             self.clause1 += line.malformed_clause == 1
             self.no_call += line.tool_calls == 0
-        progress.tokens = self.limits.spend.tokens
-        progress.dollars = self.limits.spend.dollars(self.limits.rates)
-        progress.refresh()
+        self.shown.add(line.usage)
+        self.progress.episode(
+            instrument=instrument,
+            passed=line.passed,
+            tokens=self.shown.tokens,
+            dollars=self.shown.dollars(self.limits.rates),
+        )
 
     async def _worker(self) -> None:
         try:
@@ -340,7 +356,7 @@ class _Session:
             bundle = self.tasks.take(slot)
             trace = Trace.start(bundle)
             setup_s = time.perf_counter() - t0
-            self.progress.in_flight += 1
+            self.progress.flying(+1)
             try:
                 line = await run_episode(bundle, slot, self.ctx, setup_s, trace)
             except OutOfCredit as exc:
@@ -356,7 +372,7 @@ class _Session:
                 self._abandon(trace)
                 raise
             finally:
-                self.progress.in_flight -= 1
+                self.progress.flying(-1)
                 self.tasks.release(slot)
             if self.signalled and line.outcome in INSTRUMENT_OUTCOMES:
                 # A stop often takes the server down with the runner (a scheduler signals every
@@ -393,7 +409,7 @@ class _Session:
                 self._stop(reason)
                 break
             batch, pending = pending[:size], pending[size:]
-            self.progress.in_flight = len(batch)
+            self.progress.flight(len(batch))
             try:
                 lines, _ = await run_batch(
                     self.plan,
@@ -413,7 +429,7 @@ class _Session:
                 self._stop("interrupted", str(exc))
                 break
             finally:
-                self.progress.in_flight = 0
+                self.progress.flight(0)
             try:
                 await self.folder.write(lines)
             except OSError as exc:  # a full disk: the batch is cut back off, the run stops
@@ -747,6 +763,8 @@ async def _run_plan(
     try:
         if resume:
             checked = RunFolder.check_resumable(path, plan, record, replay)  # again, locked
+            if all(slot in checked[1].scored for slot in slots):
+                return _complete_already(plan, slots, path, checked)
         key = _api_key(plan)
         base_url = pr.model.resolved_base_url
         if pr.model.provider == "reference" and base_url is None:
@@ -780,6 +798,9 @@ async def _run_plan(
             token_cap=budget.tokens,
             dollar_cap=budget.dollars,
             enabled=show_progress,
+            label=str(path),
+            tokens=folder.state.spend.tokens,
+            dollars=folder.state.spend.dollars(pr.model.rates),
         )
         endpoint = Endpoint(
             base_url=base_url,
@@ -804,6 +825,7 @@ async def _run_plan(
                     await session.run_null(base_url, key)
                 else:
                     await session.run()
+                folder.finish_writes()  # the last lines counted before the last frame is drawn
             stop, detail = session.stop_reason or "interrupted", session.detail
             if signals.signum is not None:
                 detail = f"stopped by {signals.name}"
@@ -830,6 +852,39 @@ async def _run_plan(
             await endpoint.close()
         if server is not None:
             server.close()
+
+
+def _complete_already(
+    plan: Plan, slots: list[Slot], path: Path, checked: tuple[RunHeader, FolderState]
+) -> RunSummary:
+    """The summary of a resume that found every slot scored: it opened no session (an empty one
+    would only add a line to the card's provenance), so nothing was written."""
+    header, state = checked
+    pr = plan.preregistration
+    last = header.sessions[-1]
+    return RunSummary(
+        folder=str(path),
+        session=last.index,
+        shard=None if header.shard is None else f"{header.shard.index}/{header.shard.count}",
+        stop_reason="complete",
+        planned=len(slots),
+        scored=len(slots),
+        written=0,
+        outcomes={},
+        passed=0,
+        malformed_clause1=0,
+        no_tool_call=0,
+        instrument=0,
+        abandoned=0,
+        retries=0,
+        tokens=state.spend.tokens,
+        dollars=state.spend.dollars(pr.model.rates),
+        seconds=0.0,
+        incomplete_arms=[],
+        no_call_max=pr.thresholds.no_call_max,
+        instrument_max=pr.thresholds.instrument_max,
+        already_complete=True,
+    )
 
 
 def _stopped_line(name: str, summary: RunSummary) -> str:
@@ -965,8 +1020,19 @@ def summary_lines(summary: RunSummary) -> list[str]:
         else "-"
     )
     spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
+    what = "replay" if summary.replay_of else "run"
+    if summary.already_complete:
+        carded = summary.replay_of or summary.folder
+        lines = [
+            f"{what} {summary.folder}"
+            + (f" (shard {summary.shard})" if summary.shard else "")
+            + f" is complete already: {summary.scored}/{summary.planned} slots scored, "
+            f"{summary.tokens:,} tokens{spend}; nothing ran and no session was added (its card: "
+            f"poisson-tasks card {shlex.quote(carded)})"
+        ]
+        return lines + ([] if summary.replay is None else summary_lines(summary.replay))
     lines = [
-        ("replay" if summary.replay_of else "run")
+        what
         + f" {summary.folder}"
         + (f" (shard {summary.shard})" if summary.shard else "")
         + f" session {summary.session}: {summary.stop_reason}"
