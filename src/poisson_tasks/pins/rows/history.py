@@ -163,6 +163,7 @@ def _hold_n26(contrast: Contrast) -> Outcome:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N9",
+        name="control history band",
         who=("depth controls",),
         mode="refused",
         holds="a depth control's seeded history sits in its token band over the contrast",
@@ -172,6 +173,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N23",
+        name="history tokens",
         who=("history",),
         mode="refused",
         holds="the seeded history's tokens are the level, within two",
@@ -181,6 +183,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N24",
+        name="seeded calls",
         who=("faults", "history"),
         mode="refused",
         holds="every seeded call is a read tool of the block and carries the engine's ok answer",
@@ -195,6 +198,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N25",
+        name="planned faults",
         who=("faults",),
         mode="refused",
         holds="the planned unavailable answers number the level, on the right tools only, "
@@ -205,6 +209,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N26",
+        name="faults control's tokens",
         who=("faults control",),
         mode="refused",
         holds="the control's seeded tokens are what the higher arm's failed calls add over its "

@@ -84,6 +84,7 @@ def _measure_n12(facts: BundleFacts) -> dict[str, Any]:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N1",
+        name="scenario",
         who=KNOBS,
         mode="refused",
         holds="the scenario: split, seed, hidden key, task class, goal record and its entry code",
@@ -94,6 +95,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N2",
+        name="tool slots",
         who=KNOBS,
         mode="refused",
         holds="the slot of every tool a reference solution calls, in every block that holds it",
@@ -103,6 +105,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N8",
+        name="observation size",
         who=KNOBS,
         mode="refused",
         holds="the observation size: every reference and seeded answer is 52 bytes",
@@ -113,6 +116,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N11",
+        name="verifier strictness",
         who=(*KNOBS, "at run time"),
         mode="refused",
         holds="the verifier's strictness",
@@ -123,6 +127,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N12",
+        name="build hashes",
         who=(*KNOBS, "at run time"),
         mode="refused",
         holds="the engine, vocabulary and generator hashes",
