@@ -37,7 +37,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from poisson_tasks.arms import ArmSpec, parse_arm_id
 from poisson_tasks.errors import ArmError, RunFolderError
@@ -53,6 +60,18 @@ REPLAY = "replay"  # the folder inside a run folder that holds its replay
 HEADER_MAX_BYTES = 64 << 20
 LINE_MAX_BYTES = 256 << 20
 FORMAT = "poisson-tasks/run-folder@1"
+# An episode line's key for its uncached input tokens, then the key lines written before the field
+# was named for what it holds (the published records among them) used for the same figure.
+USAGE_UNCACHED_KEYS = ("uncached_input_tokens", "prompt_tokens")
+
+
+def uncached_input(usage: dict[str, Any]) -> Any:
+    """An episode line's uncached input tokens from its raw `usage` object, under either key."""
+    for key in USAGE_UNCACHED_KEYS:
+        if key in usage:
+            return usage[key]
+    return None
+
 
 StopReason = Literal[
     "complete",
@@ -68,9 +87,12 @@ StopReason = Literal[
 class Usage(BaseModel):
     """Tokens as the provider reported them, or counted where it reported none.
 
-    prompt_tokens is the uncached input (the provider's prompt tokens less the cached ones),
-    cached_input_tokens the cached input, completion_tokens already holds the reasoning tokens:
-    an episode's tokens are prompt + cached input + completion. A response without `usage` is
+    uncached_input_tokens is the input the provider did not serve from its cache (its
+    prompt_tokens less the cached ones; the raw usage beside it in the transcript keeps the
+    provider's own prompt_tokens, cached tokens included), cached_input_tokens the cached input,
+    completion_tokens already holds the reasoning tokens: an episode's tokens are uncached input
+    + cached input + completion. A line written before the field had its name reads its old
+    key, `prompt_tokens`, as uncached input (USAGE_UNCACHED_KEYS). A response without `usage` is
     counted with the pinned tokenizer (the request as sent, the reply's text and calls), and
     estimated_tokens says how many of the episode's tokens were so counted (None: none were).
 
@@ -83,7 +105,9 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    prompt_tokens: int | None = None
+    uncached_input_tokens: int | None = Field(
+        default=None, validation_alias=AliasChoices(*USAGE_UNCACHED_KEYS)
+    )
     cached_input_tokens: int | None = None
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None

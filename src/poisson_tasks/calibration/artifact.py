@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -128,7 +129,9 @@ class Totals(_Frozen):
     """Token totals and dollars over every episode line (instrument failures cost money too)."""
 
     episodes: int
-    prompt_tokens: int | None
+    uncached_input_tokens: int | None = Field(
+        validation_alias=AliasChoices("uncached_input_tokens", "prompt_tokens")
+    )  # a card.json written before the field was named for what it holds says `prompt_tokens`
     cached_input_tokens: int | None
     completion_tokens: int | None
     reasoning_tokens: int | None

@@ -560,7 +560,7 @@ def _cost_sections(artifact: Artifact) -> list[str]:
             [
                 label,
                 str(totals.episodes),
-                _num(totals.prompt_tokens),
+                _num(totals.uncached_input_tokens),
                 _num(totals.cached_input_tokens),
                 _num(totals.completion_tokens),
                 _num(totals.reasoning_tokens),

@@ -276,7 +276,7 @@ def _scan_lines(shard: _Shard, path: Path, lines: Iterator[bytes], hasher: Any) 
             ) from None
         usage = line.usage
         shard.tokens += (
-            (usage.prompt_tokens or 0)
+            (usage.uncached_input_tokens or 0)
             + (usage.cached_input_tokens or 0)
             + (usage.completion_tokens or 0)
         )
