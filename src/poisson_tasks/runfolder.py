@@ -34,7 +34,7 @@ import json
 import os
 from array import array
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import (
@@ -82,6 +82,23 @@ StopReason = Literal[
     "interrupted",
     "running",
 ]
+# How a session ended, as a sentence reads it after "the session" (the card's summary line).
+STOP_WORDS: dict[str, str] = {
+    "complete": "ran every planned episode",
+    "token_budget": "stopped at its token budget",
+    "wall_clock": "stopped at its wall-clock limit",
+    "dollar_budget": "stopped at its dollar budget",
+    "out_of_credit": "stopped when the provider reported no credit left",
+    "interrupted": "was interrupted (stopped or killed) before it finished",
+    "running": "was still running when the folder was read, or was killed",
+}
+
+
+def stop_words(reason: str | None) -> str:
+    """How a session ended, in words; a reason this build does not know is quoted as it is."""
+    if reason is None:
+        return "is not recorded (the folder has no session)"
+    return STOP_WORDS.get(reason, f"stopped ({reason})")
 
 
 class Usage(BaseModel):
@@ -199,6 +216,13 @@ class OwnToolsRecord(BaseModel):
     contrasts: int
     changed: list[dict[str, Any]] = Field(default_factory=list)
     not_held: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def file_name(self) -> str:
+        """The tool file's name as a card prints it: `file` is the path the pre-registration
+        gave, relative to that document (`../examples/tools.json`), which means nothing beside
+        the card; the sha256 says which file it was."""
+        return PurePosixPath(self.file.replace("\\", "/")).name or self.file
 
 
 class ShardRecord(BaseModel):

@@ -12,7 +12,9 @@ from poisson_tasks.arms import levels
 from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, PublishedFacts, Statements
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
+from poisson_tasks.nouns import counted, noun
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder import stop_words
 
 PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
 TOP_DEPTH = max(levels("depth"))
@@ -90,8 +92,10 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
     else:
         who = f"This card is the record of `{provenance.model}`, served {served_phrase(provenance)}"
     return (
-        f"{who}, on {len(provenance.seeds)} generated tasks per level with {provenance.attempts} "
-        f"attempts at each: {episodes} episodes over {len(cells)} arms, {scored} of them scored. "
+        f"{who}, on {len(provenance.seeds)} generated {noun(len(provenance.seeds), 'task')} per "
+        f"level with {counted(provenance.attempts, 'attempt')} at each: "
+        f"{counted(episodes, 'episode')} over {counted(len(cells), 'arm')}, {scored} of them "
+        "scored. "
         "A level's pass@1 is the average of its tasks' own pass rates, so each task counts once, "
         f"and its {pct} interval is an Agresti-Coull interval on the effective number of attempts "
         "(attempts at one task move together, so they count for less than independent ones), "
@@ -167,7 +171,8 @@ def _claims(
             Claim(
                 key="fewer_tasks",
                 text=(
-                    f"It has {tasks} tasks per level, fewer than the {PUBLISHED_DESIGN_TASKS} of the "
+                    f"It has {counted(tasks, 'task')} per level, fewer than the "
+                    f"{PUBLISHED_DESIGN_TASKS} of the "
                     "published design, so its intervals are wide and most neighbouring levels will "
                     "read too small to call. That is the resolution of this design, not evidence "
                     "that the levels are alike."
@@ -274,14 +279,14 @@ def _claims(
         )
     incomplete = [c for c in cells if c.incomplete]
     if incomplete:
-        reason = provenance.stop_reason or "no session recorded"
         out.append(
             Claim(
                 key="incomplete",
                 text=(
-                    f"{_arms_text(incomplete)} hold fewer episodes than planned (the run's last "
-                    f"session stopped with {reason}); their figures come from the smaller sample and "
-                    "do not stand for full cells."
+                    f"{_arms_text(incomplete)} {'holds' if len(incomplete) == 1 else 'hold'} "
+                    "fewer episodes than planned (the run's last "
+                    f"session {stop_words(provenance.stop_reason)}); their figures come from the "
+                    "smaller sample and do not stand for full cells."
                 ),
             )
         )
@@ -321,8 +326,8 @@ def own_tools_claims(provenance: Provenance) -> list[Claim]:
         Claim(
             key="own_tools",
             text=(
-                f"The tool block holds the user's own {len(own.names)} tools from {own.file} "
-                f"(sha256 {own.sha256[:16]}) in place of the generated read tools. They are the "
+                f"The tool block holds the user's own {counted(len(own.names), 'tool')} from "
+                f"{own.file_name} (sha256 {own.sha256[:16]}) in place of the generated read tools. They are the "
                 "user's, not written for these tasks; a call to one is answered as a read and "
                 "changes no record."
             ),

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
+from poisson_tasks.calibration.render import render_costs
 from poisson_tasks.verifier import OUTCOMES
+from poisson_tasks.view.markdown import card_html, inline
 
 __all__ = ["card_sections", "outcome_bar", "plot", "tree"]
 
@@ -275,25 +277,16 @@ def _controls(artifact: Artifact) -> str:
 
 
 def _costs(artifact: Artifact) -> str:
-    rows = []
-    for cell in artifact.cells:
-        costs = cell.costs.model_dump(mode="json") if cell.costs is not None else {}
-        rows.append({"arm": cell.arm_id, **costs})
-    totals = [{"arm": c.arm_id, **c.totals.model_dump(mode="json")} for c in artifact.cells] + [
-        {"arm": "all arms", **artifact.run_totals.model_dump(mode="json")}
-    ]
-    return (
-        "<section id=costs><h2>Costs</h2><h3>Per episode (scored episodes)</h3>"
-        f"{tree(rows)}<h3>Token totals and dollars (every episode)</h3>{tree(totals)}</section>"
-    )
+    """The card's cost tables, as card.md prints them: labelled columns, figures as counted."""
+    return f"<section id=costs><h2>Costs</h2>{card_html(render_costs(artifact))}</section>"
 
 
 def _statements(artifact: Artifact) -> str:
     st = artifact.statements
-    claims = "".join(f'<li data-key="{_e(c.key)}">{_e(c.text)}</li>' for c in st.does_not_claim)
-    depth = f"<h3>How depth is read</h3><p>{_e(st.depth_note)}</p>" if st.depth_note else ""
+    claims = "".join(f'<li data-key="{_e(c.key)}">{inline(c.text)}</li>' for c in st.does_not_claim)
+    depth = f"<h3>How depth is read</h3><p>{inline(st.depth_note)}</p>" if st.depth_note else ""
     return (
-        f"<section id=statements><h2>What this card is</h2><p>{_e(st.what_it_is)}</p>"
+        f"<section id=statements><h2>What this card is</h2><p>{inline(st.what_it_is)}</p>"
         f"<h2>What this card does not claim</h2><ul class=claims>{claims}</ul>{depth}</section>"
     )
 
