@@ -134,6 +134,38 @@ def test_the_first_difference_is_located_by_call_and_kind() -> None:
     assert first_difference(run, longer) == (3, "end")
 
 
+def test_the_first_difference_counts_model_calls_not_the_seeded_history() -> None:
+    # issue 34 item 7: on a control arm the opening messages hold seeded assistant calls, which
+    # were counted as model calls (a difference at the model's first call read "model call 8")
+    seeded = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    for i in range(3):
+        seeded += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"h{i}", "function": {"name": "read", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": f"h{i}", "content": "000001 ok"},
+        ]
+    seeded.append({"role": "user", "content": "now the task"})
+
+    def episode(reply: str) -> dict[str, object]:
+        messages = [*seeded, {"role": "assistant", "content": reply}]
+        return {
+            "outcome": "passed",
+            "transcript": {"messages": messages, "tool_calls": [], "opening_messages": 9},
+        }
+
+    assert first_difference(episode("done"), episode("Done")) == (1, "text")
+    older = episode("done")  # a line from before opening_messages: its first request's size
+    older["transcript"] = {  # type: ignore[index]
+        **older["transcript"],  # type: ignore[dict-item]
+        "opening_messages": None,
+        "request_messages": [9],
+    }
+    assert first_difference(older, episode("Done")) == (1, "text")
+
+
 # ------------------------------------------------------------------ on real behaviour
 
 

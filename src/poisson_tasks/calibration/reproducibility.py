@@ -76,8 +76,21 @@ def same_messages(first: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     return _canonical(_messages(first)) == _canonical(_messages(other))
 
 
+def _opening(doc: Mapping[str, Any]) -> int:
+    """How many messages the episode opened with (system, user, and on a control or history arm
+    the seeded calls and answers): its first request's size, as the transcript records it."""
+    transcript = doc.get("transcript") or {}
+    opening = transcript.get("opening_messages")
+    if not isinstance(opening, int):
+        sizes = transcript.get("request_messages") or [0]
+        opening = sizes[0] if isinstance(sizes[0], int) else 0
+    return max(0, opening)
+
+
 def _replies(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in _messages(doc) if m.get("role") == "assistant"]
+    """The model's own replies: the assistant messages after the opening ones (a seeded history's
+    assistant turns are the task's, not model calls)."""
+    return [m for m in _messages(doc)[_opening(doc) :] if m.get("role") == "assistant"]
 
 
 def first_difference(first: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[int, Kind] | None:
