@@ -703,7 +703,7 @@ def test_pin_targets() -> None:
         pin_targets(arm="depth:d1", arms="depth:d3")
     assert read == []  # the plan is read only once the options fit together
     arms, seeds = pin_targets(plan=smoke)
-    assert "depth:d1+h8" in arms and len(seeds) == 10
+    assert "depth:d1+h8" in arms and len(seeds) == 50
 
 
 # ------------------------------------------------------------------ the command line
@@ -723,7 +723,7 @@ def test_cli_plan_reads_a_preregistration() -> None:
     smoke = ROOT / "preregistrations" / "smoke.yaml"
     result = CliRunner().invoke(app, ["generate", "--plan", str(smoke)])
     assert result.exit_code == 0, result.output
-    assert "contrast depth" in result.output and "10 seeds" in result.output
+    assert "contrast depth" in result.output and "50 seeds" in result.output
 
 
 def test_cli_exits_2_with_one_line_when_a_row_refuses(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -136,7 +136,7 @@ def test_smoke_writes_a_complete_folder(tmp_path: Path) -> None:
         assert ln.system_fingerprints == ["ref-0.1.0-noisy"] * ln.model_calls
         assert not ln.resumed and ln.session == 0
     # calibration reads the folder through the same contract
-    assert len(records_from_run(out)) == plan.episodes == 80
+    assert len(records_from_run(out)) == plan.episodes == 400
 
 
 def test_oracle_passes_every_episode(tmp_path: Path, server: ReferenceServer) -> None:
