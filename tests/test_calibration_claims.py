@@ -392,3 +392,27 @@ def test_every_stop_reason_has_its_words() -> None:
 
     assert set(STOP_WORDS) == set(get_args(StopReason))
     assert stop_words("complete") == "ran every planned episode"
+
+
+def test_the_card_opens_with_what_it_can_and_cannot_tell(tmp_path: Path) -> None:
+    # issue 34 item 4: one sentence at the top of the card says what its size can tell
+    from poisson_tasks.power import called_difference
+
+    a = run(tmp_path / "a", tasks=12, attempts=2)
+    md = render_document(a)
+    top = md.split("\n## ", 1)[0]
+    sentence = a.statements.can_tell
+    assert f"**What this card can tell.** {sentence}" in top
+    assert (
+        f"with 12 tasks per level it calls a difference of {called_difference(12, 0.15):.2f}"
+        in (sentence)
+    )
+    assert "it calls none measured below 0.15" in sentence
+    widest = max(f.high - f.low for c in a.cells for f in (c.strict, c.leaky) if f is not None)
+    assert f"(at most {widest:.2f} wide here)" in sentence
+    assert json.loads(card_json(a))["statements"]["can_tell"] == sentence
+    # too few tasks to be sure of any call, and one level of each knob
+    few = run(tmp_path / "b", tasks=3, attempts=2).statements.can_tell
+    assert "with 3 tasks per level no difference between neighbouring levels is sure" in few
+    one = run(tmp_path / "c", arms=("depth:d1",), tasks=3, attempts=1).statements.can_tell
+    assert one.endswith("it has one level of each knob, so it compares no levels.")

@@ -361,3 +361,18 @@ def test_the_cost_tables_are_labelled_as_the_cards_and_no_backtick_shows(
     assert total is not None and f"{total:,}" in costs
     shown = _text_of(small_page, "<main id=card>", "<details id=cardmd>")
     assert "`" not in shown  # code spans are <code>, never a literal backtick
+
+
+def test_terms_carry_their_definition_and_the_page_holds_the_glossary(small_page: bytes) -> None:
+    # issue 34 item 5: the view shows a term's definition on hover (CSS: .term:hover::after)
+    from poisson_tasks.glossary import TERMS, lookup
+
+    text = small_page.decode()
+    churn = lookup("churn")
+    assert churn is not None
+    assert f'data-def="churn: {html.escape(churn.definition, quote=True)}">churn<' in text
+    assert ".term:hover::after" in text and "content:attr(data-def)" in text
+    section = text[text.index("<section id=glossary>") :]
+    assert all(f">{html.escape(t.name)}</dt>" in section for t in TERMS)
+    assert "<a href=#glossary>glossary</a>" in text  # linked from the page's header
+    assert "<p class=cantell><strong>What this card can tell.</strong>" in text

@@ -393,6 +393,20 @@ def _run_then_card(
 
 @app.command()
 @exits
+def glossary(
+    term: Annotated[
+        str | None,
+        typer.Argument(help="A term a card prints (e.g. churn); with none, every term."),
+    ] = None,
+) -> None:
+    """What a card's terms mean: one term, or the whole glossary (docs/glossary.md)."""
+    from poisson_tasks.glossary import describe
+
+    typer.echo(describe(term))
+
+
+@app.command()
+@exits
 def validate(
     file: Annotated[Path, typer.Argument(help="A pre-registration YAML file.")],
     seeds: Annotated[bool, typer.Option("--seeds", help="Also print the seed list.")] = False,

@@ -250,8 +250,11 @@ class Claim(_Frozen):
 
 
 class Statements(_Frozen):
-    """The two closing texts, and the depth reading note when the top depth level is present."""
+    """The card's one opening sentence (what it can and cannot tell), the two closing texts, and
+    the depth reading note when the top depth level is present. A card.json written before the
+    opening sentence existed reads with it empty."""
 
+    can_tell: str = ""
     what_it_is: str
     does_not_claim: list[Claim]
     depth_note: str | None

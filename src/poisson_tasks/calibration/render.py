@@ -28,6 +28,7 @@ from poisson_tasks.calibration.artifact import (
 )
 from poisson_tasks.calibration.provenance import Provenance, ServingInfo
 from poisson_tasks.calibration.statements import stale_text
+from poisson_tasks.glossary import POINTER
 from poisson_tasks.hashes import describe_environment_hash
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.nouns import counted, noun
@@ -1070,6 +1071,8 @@ def render_document(artifact: Artifact) -> str:
     banner = _banner(artifact)
     if banner:
         out += [*banner, ""]
+    if artifact.statements.can_tell:  # a card.json written before the sentence has none
+        out += [f"**What this card can tell.** {artifact.statements.can_tell}", "", POINTER, ""]
     out += _summary(artifact)
     for table in artifact.knobs:
         out += _knob_section(artifact, table)

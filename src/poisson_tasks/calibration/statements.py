@@ -13,6 +13,7 @@ from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, Published
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
 from poisson_tasks.nouns import counted, noun
+from poisson_tasks.power import called_difference, mdd_worst_case
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import stop_words
 
@@ -23,6 +24,7 @@ __all__ = [
     "PUBLISHED_DESIGN_TASKS",
     "TOP_DEPTH",
     "build_statements",
+    "can_tell",
     "served_phrase",
     "stale_hashes",
     "stale_text",
@@ -106,6 +108,46 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
         "the same level; otherwise the card says the difference is too small for this design "
         "to call. An interval marked few events rests on fewer than 15 passes or 15 failures and "
         "is wide."
+    )
+
+
+def can_tell(
+    provenance: Provenance,
+    cells: Sequence[Cell],
+    knobs: Sequence[KnobTable],
+    th: Thresholds,
+) -> str:
+    """The card's opening sentence: how finely it reads a level's rate, and the smallest
+    difference between neighbouring levels its size calls at 80% power even in the worst case
+    (power.called_difference at the card's own confidence), or that it compares none."""
+    widths = [
+        figure.high - figure.low
+        for cell in cells
+        if cell.published
+        for figure in (cell.strict, cell.leaky)
+        if figure is not None
+    ]
+    within = "within the interval beside it" + (
+        f" (at most {max(widths):.2f} wide here)" if widths else ""
+    )
+    head = f"It tells each level's pass rate {within}"
+    if not any(len(table.levels) > 1 for table in knobs):
+        return f"{head}; it has one level of each knob, so it compares no levels."
+    tasks = len(provenance.seeds)
+    alpha = 1.0 - th.confidence
+    per_level = f"{counted(tasks, 'task')} per level"
+    if mdd_worst_case(tasks, alpha=alpha) > 1.0:
+        return (
+            f"{head}; with {per_level} no difference between neighbouring levels is sure to be "
+            "called however large, and one is called only when the levels' tasks agree closely, "
+            "so a pair that reads too small to call may still differ a great deal."
+        )
+    called = called_difference(tasks, th.resolution, alpha=alpha)
+    return (
+        f"{head}, and with {per_level} it calls a difference of {called:.2f} or more between "
+        "neighbouring levels at 80% power even in the worst case; it cannot tell a smaller "
+        "difference from none unless the levels' tasks agree closely, and it calls none "
+        f"measured below {th.resolution:g}."
     )
 
 
@@ -355,6 +397,7 @@ def build_statements(
     """The two closing texts and, when d8 is on the card, the depth reading note."""
     has_top_depth = any(c.knob == "depth" and c.level == TOP_DEPTH and not c.control for c in cells)
     return Statements(
+        can_tell=can_tell(provenance, cells, knobs, thresholds),
         what_it_is=_what_it_is(kind, provenance, cells, thresholds),
         does_not_claim=_claims(kind, provenance, cells, knobs, installed, published, thresholds),
         depth_note=DEPTH_NOTE if has_top_depth else None,

@@ -15,7 +15,7 @@ from typing import Any
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
 from poisson_tasks.calibration.render import render_costs
 from poisson_tasks.verifier import OUTCOMES
-from poisson_tasks.view.markdown import card_html, inline
+from poisson_tasks.view.markdown import card_html, defined, inline
 
 __all__ = ["card_sections", "outcome_bar", "plot", "tree"]
 
@@ -183,8 +183,10 @@ def _rate(fig: RateFigure | None) -> str:
 
 def _level_table(cells: Sequence[Cell]) -> str:
     head = (
-        "<tr><th>level</th><th>episodes</th><th>strict pass@1 [interval]</th>"
-        "<th>leaky pass@1 [interval]</th><th>overshoot</th><th>outcomes</th><th>note</th></tr>"
+        f"<tr><th>{defined('level')}</th><th>{defined('episodes')}</th>"
+        f"<th>{defined('strict pass@1')} [{defined('interval')}]</th>"
+        f"<th>{defined('leaky pass@1')} [{defined('interval')}]</th>"
+        f"<th>{defined('overshoot')}</th><th>{defined('outcomes')}</th><th>note</th></tr>"
     )
     rows = []
     for cell in cells:
@@ -207,10 +209,17 @@ _VERDICT = {
 
 
 def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
-    head = (
-        "<tr><th>rate</th><th>pair</th><th>difference (lower − upper)</th><th>paired interval</th>"
-        "<th>churn</th><th>seeds</th><th>sign test p</th><th>verdict</th><th></th></tr>"
+    labels = (
+        "rate",
+        "pair",
+        "difference (lower − upper)",
+        "paired interval",
+        "churn",
+        "seeds",
+        "sign test p",
+        "verdict",
     )
+    head = "<tr>" + "".join(f"<th>{defined(label)}</th>" for label in labels) + "<th></th></tr>"
     rows = []
     for cmp in comparisons:
         verdict = _VERDICT.get(cmp.verdict, cmp.verdict) + (f": {cmp.reason}" if cmp.reason else "")
@@ -224,7 +233,8 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
             f'<tr class="cmp v-{_e(cmp.verdict)}"><td>{_e(cmp.rate)}</td>'
             f"<td><code>{_e(_short(cmp.lower))}</code> → <code>{_e(_short(cmp.upper))}</code></td>"
             f"<td>{_fmt(cmp.diff)}</td><td>{interval}</td><td>{_fmt(cmp.churn)}</td>"
-            f"<td>{cmp.pairs_used}</td><td>{_fmt(cmp.sign_p)}</td><td>{_e(verdict)}</td>"
+            f"<td>{cmp.pairs_used}</td><td>{_fmt(cmp.sign_p)}</td>"
+            f"<td>{defined(_VERDICT.get(cmp.verdict, cmp.verdict), _e(verdict))}</td>"
             f'<td><button class=pair data-pair="{_e(pair)}">side by side</button></td></tr>'
         )
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
