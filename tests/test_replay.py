@@ -373,3 +373,25 @@ def test_a_server_that_moved_is_replayed_at_its_new_address(
     rep = card_from_run(run).reproducibility
     assert rep is not None and rep.serving_differences == []  # the address is not pin N10
     assert rep.identical_transcript.count == 3
+
+
+def test_a_replay_whose_format_alarm_rings_says_so_in_one_error_line(
+    tmp_path: Path, server: ReferenceServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 34 item 7: `replay` exited 1 with no `error:` line when its format alarm rang
+    # (`run` prints one); the text-call policy writes every call as text (format clause 1)
+    path = prereg(tmp_path, model="text-call", base_url=server.base_url, tasks=2, attempts=1)
+    run = tmp_path / "run"
+    assert run_cli(["run", str(path), "--out", str(run), "--quiet"]) == 1
+    said = capsys.readouterr().err
+    assert next(x for x in said.splitlines() if x.startswith("error: ")).startswith(
+        "error: 4 of 4 scored episodes broke format clause 1"
+    )
+    assert run_cli(["replay", str(run), "--sample", "2", "--quiet"]) == 1
+    out, err = capsys.readouterr()
+    errors = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(
+        "error: 2 of 2 scored episodes broke format clause 1"
+    )
+    assert f"in the replay in {run / 'replay'}" in errors[0]
+    assert "## Reproducibility" in out

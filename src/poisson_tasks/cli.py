@@ -464,6 +464,7 @@ def run(
     """
     from poisson_tasks.prereg import load_preregistration
     from poisson_tasks.runner import default_run_folder, run_preregistration, summary_lines
+    from poisson_tasks.runner.alarms import alarm_lines
     from poisson_tasks.runner.folder import stored_plan
     from poisson_tasks.runner.shard import Shard, stored_shard
 
@@ -496,23 +497,8 @@ def run(
     )
     for line in summary_lines(summary):
         typer.echo(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
-    if summary.format_alarm:
-        _say(
-            "error",
-            f"{summary.malformed_clause1} of {summary.scored_this_session} scored episodes "
-            "broke format clause 1 (tool-call arguments that are not JSON, or calls written as "
-            f"text); they are recorded as malformed_call in {summary.folder}: check the server's "
-            "tool parser",
-        )
-    if summary.instrument_alarm:
-        _say(
-            "error",
-            f"{summary.instrument} of {summary.written} episodes this session failed on "
-            f"the instrument's side (above thresholds.instrument_max {summary.instrument_max:g}: "
-            f"{', '.join(f'{k} {v}' for k, v in summary.outcomes.items())}); their cells will be "
-            f"withheld: check the server, then poisson-tasks run --resume {summary.folder} runs "
-            "them again",
-        )
+    for alarm in alarm_lines(summary):
+        _say("error", alarm)
     raise typer.Exit(summary.exit_code)
 
 
@@ -552,6 +538,7 @@ def replay(
     section. Run again with the same --sample and --seed to continue an interrupted replay.
     Exit codes as `run`'s.
     """
+    from poisson_tasks.runner.alarms import alarm_lines
     from poisson_tasks.study import replay_study
 
     _writing.append(run_dir / "replay")
@@ -565,6 +552,8 @@ def replay(
     )
     for line in result.lines():
         typer.echo(line)
+    for alarm in alarm_lines(result.summary):  # as `run` prints them: one `error:` line each
+        _say("error", alarm)
     raise typer.Exit(result.summary.exit_code)
 
 
