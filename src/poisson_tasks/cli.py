@@ -376,15 +376,18 @@ def _run_then_card(
     session summary is a report and goes to stderr.
     """
     from poisson_tasks.calibration.output import write_card
-    from poisson_tasks.runner import summary_lines
+    from poisson_tasks.runner import RunSummary, summary_lines
     from poisson_tasks.study import default_preregistration, run_study
 
     source = prereg if prereg is not None else default_preregistration()
     if prereg is None:
         typer.echo(f"no target given: running the embedded default {source.name}", err=True)
-    result = run_study(source, run_dir, show_progress=False if quiet else None)
-    for line in summary_lines(result.summary):
-        typer.echo(line, err=True)
+
+    def report(summary: RunSummary) -> None:  # before the card, so a refused card has it too
+        for line in summary_lines(summary):
+            typer.echo(line, err=True)
+
+    result = run_study(source, run_dir, show_progress=False if quiet else None, on_run=report)
     if out is None:
         for path in write_card(result.artifact, result.folder / "card"):
             typer.echo(str(path), err=True)
