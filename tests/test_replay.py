@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 from endpoint_double import Answer, serve
 from test_real_endpoints import VLLM_MODELS
 from test_real_endpoints import prereg as double_prereg
@@ -25,13 +26,14 @@ from poisson_tasks.calibration.render import NOT_REPLAYED
 from poisson_tasks.calibration.reproducibility import first_difference, flip_reading, same_messages
 from poisson_tasks.cli import run_cli
 from poisson_tasks.errors import ReplayError, RunFolderError
-from poisson_tasks.prereg import Slot, load_preregistration
+from poisson_tasks.prereg import Slot, describe_plan, load_preregistration
 from poisson_tasks.reference import ReferenceServer, start_reference_server
 from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header
 from poisson_tasks.runner import replay_run, run_preregistration
 from poisson_tasks.runner.merge import merge_shards
 from poisson_tasks.runner.replay import REPLAY_RULE, draw_sample
 from poisson_tasks.runner.shard import Shard
+from poisson_tasks.seeding import replay_seed_phrase
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "preregistrations" / "published.yaml"
@@ -395,3 +397,48 @@ def test_a_replay_whose_format_alarm_rings_says_so_in_one_error_line(
     )
     assert f"in the replay in {run / 'replay'}" in errors[0]
     assert "## Reproducibility" in out
+
+
+def test_the_section_says_which_seeds_the_run_and_its_replay_sent(
+    tmp_path: Path, server: ReferenceServer
+) -> None:
+    # issue 34 item 7: the section said "per-attempt seeds" while llama.cpp had been sent none
+    said = {}
+    for name, decoding in (("plain", {}), ("seeded", {"seed": "derived"})):
+        folder = tmp_path / name
+        path = prereg(
+            folder.parent,
+            name=name,
+            model="oracle",
+            base_url=server.base_url,
+            tasks=2,
+            attempts=1,
+            decoding=decoding,
+        )
+        run_preregistration(path, folder, show_progress=False)
+        replay_run(folder, 1, show_progress=False)
+        said[name] = _section(render_document(card_from_run(folder)))
+    assert (
+        "with its decoding and no seed, as the run sent none (the reference policies"
+        in (said["plain"])
+    )
+    assert "per-attempt seeds" not in said["plain"]
+    assert (
+        "with its decoding and the per-attempt seeds the run sent (decoding.seed: derived;"
+        in (said["seeded"])
+    )
+    llama = replay_seed_phrase("llamacpp", derived=False)
+    assert "fresh draw" in llama and "llama.cpp's server samples from it" in llama
+
+
+def test_validate_says_when_a_server_that_takes_a_seed_is_sent_none(tmp_path: Path) -> None:
+    local = REPO / "preregistrations" / "local-smollm2.yaml"
+    doc = yaml.safe_load(local.read_text(encoding="utf-8"))
+    assert run_cli(["validate", str(local)]) == 0
+    del doc["decoding"]["seed"]
+    path = tmp_path / "no-seed.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    plan = load_preregistration(path)
+    (line,) = [x for x in describe_plan(plan).splitlines() if x.startswith("  seed ")]
+    assert "none sent, although llama.cpp's server samples from it" in line
+    assert "write decoding.seed: derived" in line

@@ -69,6 +69,7 @@ from poisson_tasks.resolution import (
     resolution_line,
     resolution_of,
 )
+from poisson_tasks.seeding import validate_seed_line
 
 FORMAT = "poisson-tasks/preregistration@1"
 RANGE_SEEDS = "range"
@@ -1311,6 +1312,9 @@ def describe_plan(plan: Plan) -> str:
     if warning is not None:
         lines.append(f"  warning: {warning}")
     lines += [f"  reads        {line}" for line in _reads(plan)]
+    lines.append(
+        f"  seed         {validate_seed_line(pr.model.provider, pr.decoding.seed == 'derived')}"
+    )
     budget = pr.budget
     lines.append(
         f"  budget       {budget.tokens:,} tokens, {budget.wall_clock_s:g} s per session, "

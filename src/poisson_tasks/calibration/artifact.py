@@ -372,6 +372,11 @@ class Reproducibility(_Frozen):
     sample: int
     seed: int
     rule: str
+    seeds: str = Field(
+        default="",
+        description="what the run and its replay sent as sampling seeds (seeding.py); empty on a "
+        "card.json written before it was recorded",
+    )
     scored_in_run: int
     replayed: int
     not_yet_replayed: int

@@ -887,8 +887,8 @@ def reproducibility_lines(rep: Reproducibility | None, confidence: float) -> lis
         f"A replay ran {rep.sample} of the run's {rep.scored_in_run} scored "
         f"{noun(rep.scored_in_run, 'slot')} again, drawn "
         f"across arms with seed {rep.seed} (rule `{rep.rule}`), against the run's endpoint with "
-        f"its decoding and per-attempt seeds: {rep.replayed} replayed, {rep.not_yet_replayed} "
-        "not yet."
+        f"its decoding and {rep.seeds or 'per-attempt seeds'}: {rep.replayed} replayed, "
+        f"{rep.not_yet_replayed} not yet."
     )
     if rep.replayed:
         level = percent(confidence)

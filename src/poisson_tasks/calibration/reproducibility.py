@@ -25,6 +25,7 @@ from poisson_tasks.calibration.intervals import rate_interval
 from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import HEADER, REPLAY, RunHeader, read_header
+from poisson_tasks.seeding import replay_seed_phrase
 from poisson_tasks.servingpin import N10_FIELDS, ServingFacts, compare_serving, session_facts
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
@@ -247,10 +248,14 @@ class ReplaySide:
             else empty
         )
         firsts = Counter(pair.first for _, pair in ordered if pair.first is not None)
+        decoding, model = (run.preregistration.get(k) for k in ("decoding", "model"))
+        provider = model.get("provider") if isinstance(model, dict) else None
+        derived = isinstance(decoding, dict) and decoding.get("seed") == "derived"
         return Reproducibility(
             sample=record.sample,
             seed=record.seed,
             rule=record.rule,
+            seeds=replay_seed_phrase(provider, derived),
             scored_in_run=record.scored,
             replayed=len(ordered),
             not_yet_replayed=record.sample - len(ordered),
