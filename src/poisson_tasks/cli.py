@@ -248,8 +248,9 @@ def serve_local(
         str,
         typer.Option(
             "--template",
-            help=f"A shipped chat template ({', '.join(local_defaults.shipped_templates())}), a "
-            f"Jinja file, or `{local_defaults.EMBEDDED}` (the GGUF's).",
+            help=f"`{local_defaults.AUTO}` (chosen from the GGUF's metadata), a shipped chat "
+            f"template ({', '.join(local_defaults.shipped_templates())}), a Jinja file, or "
+            f"`{local_defaults.EMBEDDED}` (the GGUF's).",
         ),
     ] = local_defaults.TEMPLATE,
     alias: Annotated[
@@ -259,9 +260,11 @@ def serve_local(
 ) -> None:
     """Serve a GGUF with llama.cpp (the `local` extra) on loopback, with a tool-calling template.
 
-    A template that renders no tool section, or writes no tool call llama.cpp can parse back, is
-    refused (before the model loads, and again through the server). Prints the base URL; Ctrl-C or
-    SIGTERM stops it.
+    The template is chosen from the GGUF's metadata unless one is given. A template that renders
+    no tool section, or writes no tool call llama.cpp can parse back, is refused (before the model
+    loads, and again through the server); the loaded model is then asked for one tool call, and
+    whether it came back as a native call is printed. Prints the base URL; Ctrl-C or SIGTERM stops
+    it.
     """
     from poisson_tasks.local.server import LocalServer
     from poisson_tasks.local.server import serve_local as serve
@@ -269,8 +272,14 @@ def serve_local(
     def _announce(server: LocalServer) -> None:
         tpl = server.template
         what = f"{tpl.name} ({tpl.family or 'family not stated'})" if tpl else "embedded"
+        typer.echo(f"template {tpl.name if tpl else 'embedded'}, {server.template_note}")
+        if server.probe is not None and server.probe.native:  # otherwise a warning said it
+            typer.echo(
+                f"start-up tool call: {server.probe.report(tpl.name if tpl else 'embedded')}"
+            )
+        threads = f"{server.threads} thread{'' if server.threads == 1 else 's'}"
         typer.echo(
-            f"serving {server.alias} at {server.base_url} (llama.cpp, {server.threads} thread(s), n_ctx "
+            f"serving {server.alias} at {server.base_url} (llama.cpp, {threads}, n_ctx "
             f"{server.n_ctx}, template {what}; tool calls parsed by llama.cpp, chat format "
             f"{server.chat_format or 'not reported'}); Ctrl-C stops"
         )
