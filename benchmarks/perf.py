@@ -73,6 +73,7 @@ BLOCKS: dict[str, Block] = {
         "## Performance (issue 15)", stages=("card", "generate", "runner", "startup")
     ),
     "view": Block("## View report (issue 23)", stages=("view",)),
+    "mainjob": Block("## The main job (issue 34)", stages=("mainjob",)),
 }
 
 
