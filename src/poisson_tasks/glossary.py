@@ -514,7 +514,7 @@ def normalised(label: str) -> str:
     `pass@k`, `of 4 replayed episodes` -> `of N replayed episodes`; lower case, single spaces."""
     text = " ".join(label.replace("`", "").split()).lower()
     text = _PERCENT.sub("c%", text)
-    text = _K.sub(lambda m: f"pass{m.group(1)}k", text)
+    text = _K.sub(lambda found: f"pass{found.group(1)}k", text)
     return _REPLAYED.sub("of n replayed episodes", text)
 
 
