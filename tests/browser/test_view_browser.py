@@ -164,10 +164,23 @@ def test_the_published_noisy_report(driver: webdriver.Chrome, noisy: Path) -> No
     sides = driver.find_elements(By.CSS_SELECTOR, "[data-role=pair-attempts] > div")
     assert len(sides) == 2 and all(s.find_elements(By.CSS_SELECTOR, ".attempt") for s in sides)
     _shot(driver, "6-paired")
-    # issue 34 item 5: no literal backtick and no count with the wrong noun anywhere on the page
+    # issue 34 item 5: no literal backtick and no count with the wrong noun anywhere on the page;
+    # depth:d1 beside depth:d2 at a seed, where an attempt makes a single call
     text = driver.execute_script("return document.body.innerText")
-    assert "`" not in text
-    assert not re.search(r"\b1 (calls|episodes|tools|retries|attempts)\b", text)
+    seed = driver.execute_script(
+        "return JSON.parse(document.getElementById('meta').textContent).seeds[0]"
+    )
+    driver.execute_script(
+        "location.hash = '/?view=pair&pair=' + encodeURIComponent('depth:d1|depth:d2')"
+        " + '&seed=' + arguments[0]",
+        seed,
+    )
+    _wait(driver, "[data-role=pair-attempts] .attempt")
+    single = driver.find_element(By.CSS_SELECTOR, "[data-role=pair-attempts]").text
+    assert " · 1 call · " in single, single
+    for shown in (text, single):
+        assert "`" not in shown
+        assert not re.search(r"\b1 (calls|episodes|tools|retries|attempts)\b", shown)
     _quiet(driver, url)
 
 
