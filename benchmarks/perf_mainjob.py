@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import yaml
-from common import ROOT, Row, report
+from common import ROOT, Row, interleaved, report
 
 SMOKE = ROOT / "src" / "poisson_tasks" / "data" / "smoke.yaml"
 TARGET_S = 6.0  # wall seconds for the README's main job on the 2-core machine, quiet
@@ -79,13 +79,7 @@ def measure(repeats: int) -> list[Row]:
         }
         for argv in commands.values():
             run(argv)
-        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-        loads = [os.getloadavg()[0]]
-        for repeat in range(repeats):
-            order = list(commands) if repeat % 2 == 0 else list(reversed(commands))
-            for name in order:
-                runs[name].append(run(commands[name]))
-            loads.append(os.getloadavg()[0])
+        runs, loads = interleaved(commands, repeats, run)
 
     def median(name: str, field: int) -> float:
         return statistics.median(r[field] for r in runs[name])

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import report  # the one table format, and the driver's JSON rows
+from common import interleaved, report  # the one table format, the driver's rows, one loop
 
 GENERATE_S = 0.25
 GENERATE_MIB = 80.0
@@ -92,13 +92,7 @@ def measure(repeats: int, seeds: str) -> list[dict[str, Any]]:
     for name in ("anchor", "generate", "help"):
         run(commands[name])
     run([*_cli(), "generate", "--arms", "history:t300,history:t600", "--seeds", "0"])
-    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
-    loads = [os.getloadavg()[0]]
-    for repeat in range(repeats):
-        order = list(commands) if repeat % 2 == 0 else list(reversed(commands))
-        for name in order:
-            runs[name].append(run(commands[name]))
-        loads.append(os.getloadavg()[0])
+    runs, loads = interleaved(commands, repeats, run)
 
     def median(name: str, field: int) -> float:
         return statistics.median(r[field] for r in runs[name])
