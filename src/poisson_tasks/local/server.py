@@ -12,7 +12,7 @@ Order of work, each refusal before the next step costs anything:
    wherever a runner starts) and wait for `/health`;
 3. through the server: render the probe conversation (`/apply-template`) and refuse if the tool is
    not in it; then hand it the template's own text for one probe call as a finished reply
-   (verify_parsed_call: STARTUP_REQUESTS completion request, no token generated) and refuse unless
+   (verify_parsed_call: one completion request, no token generated) and refuse unless
    llama.cpp parses it back into that tool call, reading the chat format it reports (`/slots`);
    then ask the loaded model itself, once, at temperature 0, for one call to the probe tool
    (probe_tool_call) and report whether it came back as a native call: a study's first sign
