@@ -91,3 +91,17 @@ def interleaved(
             runs[name].append(run(commands[name]))
         loads.append(os.getloadavg()[0])
     return runs, loads
+
+
+def cli() -> list[str]:
+    """The `poisson-tasks` command as a user starts it: the script beside this interpreter."""
+    script = Path(sys.executable).parent / "poisson-tasks"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "poisson_tasks"]
+
+
+def user_env() -> dict[str, str]:
+    """This environment as a user's process sees it: their interpreter keeps its bytecode caches,
+    which PYTHONDONTWRITEBYTECODE (set on this kind of machine) would stop."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env

@@ -18,28 +18,16 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import yaml
-from common import ROOT, Row, interleaved, report
+from common import ROOT, Row, cli, interleaved, report, user_env
 
 SMOKE = ROOT / "src" / "poisson_tasks" / "data" / "smoke.yaml"
 TARGET_S = 6.0  # wall seconds for the README's main job on the 2-core machine, quiet
 TARGET_RATIO = 3.0  # the design's cost beside the 80-episode one it replaced
-
-
-def _cli() -> list[str]:
-    script = Path(sys.executable).parent / "poisson-tasks"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "poisson_tasks"]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's interpreter keeps its bytecode caches
-    return env
 
 
 def _old_design(folder: Path) -> Path:
@@ -61,7 +49,7 @@ def run(argv: list[str]) -> tuple[float, float]:
             cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env=_env(),
+            env=user_env(),
         )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
@@ -74,8 +62,8 @@ def measure(repeats: int) -> list[Row]:
     with tempfile.TemporaryDirectory() as keep:
         old = _old_design(Path(keep))
         commands = {
-            "now": [*_cli(), "card", "--quiet"],
-            "before": [*_cli(), "card", str(old), "--quiet"],
+            "now": [*cli(), "card", "--quiet"],
+            "before": [*cli(), "card", str(old), "--quiet"],
         }
         for argv in commands.values():
             run(argv)
