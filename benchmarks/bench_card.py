@@ -62,7 +62,7 @@ def write_synthetic(folder: Path, tasks: int) -> None:
                         attempt,
                         _OUTCOMES[h[0] % len(_OUTCOMES)],
                         usage=Usage(
-                            prompt_tokens=900 + h[1],
+                            uncached_input_tokens=900 + h[1],
                             cached_input_tokens=h[2],
                             completion_tokens=100 + h[3],
                             reasoning_tokens=h[3],

@@ -6,10 +6,11 @@ against the reference endpoint is tests/synthetic_runs.reference_preregistration
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -17,6 +18,7 @@ RESULTS = HERE / "RESULTS.md"
 sys.path.insert(0, str(ROOT / "tests"))  # synthetic_runs: the helpers tests and benchmarks share
 
 ROW_COLUMNS = ("stage", "now", "anchor", "target", "ratio", "met", "note")
+Measured = TypeVar("Measured")
 
 
 class Row(TypedDict):
@@ -73,3 +75,33 @@ def report(rows: list[Row], as_json: bool) -> None:
 def command_line() -> str:
     """The command as run, for the line under a table."""
     return f"command: {' '.join([Path(sys.executable).name, *sys.argv])}"
+
+
+def interleaved(
+    commands: Mapping[str, list[str]], repeats: int, run: Callable[[list[str]], Measured]
+) -> tuple[dict[str, list[Measured]], list[float]]:
+    """Every command run `repeats` times, interleaved (the order reversed every other round, so
+    a load that drifts falls on each alike): each command's results, and the one-minute load
+    average before the first round and after each."""
+    runs: dict[str, list[Measured]] = {name: [] for name in commands}
+    loads = [os.getloadavg()[0]]
+    for repeat in range(repeats):
+        order = list(commands) if repeat % 2 == 0 else list(reversed(commands))
+        for name in order:
+            runs[name].append(run(commands[name]))
+        loads.append(os.getloadavg()[0])
+    return runs, loads
+
+
+def cli() -> list[str]:
+    """The `poisson-tasks` command as a user starts it: the script beside this interpreter."""
+    script = Path(sys.executable).parent / "poisson-tasks"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "poisson_tasks"]
+
+
+def user_env() -> dict[str, str]:
+    """This environment as a user's process sees it: their interpreter keeps its bytecode caches,
+    which PYTHONDONTWRITEBYTECODE (set on this kind of machine) would stop."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env

@@ -77,6 +77,7 @@ BLOCKS: dict[str, Block] = {
         "## Published cards' tasks regenerated (issue 32)", "bench_published_tasks.py"
     ),
     "refusals": Block("## Hostile input refused fast (issue 33)", stages=("refusal",)),
+    "mainjob": Block("## The main job (issue 34)", stages=("mainjob",)),
 }
 
 

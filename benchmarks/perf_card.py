@@ -61,7 +61,7 @@ with open(sys.argv[1], "rb") as fh:
         line = orjson.loads(raw)
         usage, timing = line["usage"], line["timing"]
         arms.append(line["arm_id"]); seeds.append(line["seed"])
-        tokens.append((usage["prompt_tokens"] or 0) + (usage["completion_tokens"] or 0))
+        tokens.append((usage.get("uncached_input_tokens", usage.get("prompt_tokens")) or 0) + (usage["completion_tokens"] or 0))
         episode_s.append(timing["episode_s"] or np.nan); tool_calls.append(line["tool_calls"])
 names, index = np.unique(np.asarray(arms), return_inverse=True)
 tok, sec = np.asarray(tokens, dtype=np.float64), np.asarray(episode_s, dtype=np.float64)

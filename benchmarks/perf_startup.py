@@ -27,10 +27,14 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from common import report  # the one table format, and the driver's JSON rows
+from common import (  # the table format, the driver's rows, the loop, the command
+    cli,
+    interleaved,
+    report,
+    user_env,
+)
 
 GENERATE_S = 0.25
 GENERATE_MIB = 80.0
@@ -38,26 +42,17 @@ HELP_S = 0.1
 SWEEP_S = 3.0
 
 
-def _cli() -> list[str]:
-    script = Path(sys.executable).parent / "poisson-tasks"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "poisson_tasks"]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's interpreter keeps its bytecode caches
-    return env
-
-
 def run(argv: list[str]) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak RSS MiB) of one process running argv to a zero exit."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=user_env()
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        done = subprocess.run(argv, capture_output=True, text=True, env=_env(), check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, env=user_env(), check=False)
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise SystemExit(f"{' '.join(argv[:3])} ... exited {proc.returncode}: {tail}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
@@ -75,7 +70,7 @@ def every_arm() -> str:
         "print(','.join(a.id for knob in KNOBS for a in all_arms(knob)))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env()
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=user_env()
     )
     return done.stdout.strip()
 
@@ -84,21 +79,15 @@ def measure(repeats: int, seeds: str) -> list[dict[str, Any]]:
     arms = every_arm()
     commands = {
         "anchor": [sys.executable, "-c", "pass"],
-        "generate": [*_cli(), "generate", "depth:d3", "--seed", "7", "--json"],
-        "help": [*_cli(), "--help"],
-        "sweep1": [*_cli(), "generate", "--arms", arms, "--seeds", seeds, "--workers", "1"],
-        "sweep2": [*_cli(), "generate", "--arms", arms, "--seeds", seeds, "--workers", "2"],
+        "generate": [*cli(), "generate", "depth:d3", "--seed", "7", "--json"],
+        "help": [*cli(), "--help"],
+        "sweep1": [*cli(), "generate", "--arms", arms, "--seeds", seeds, "--workers", "1"],
+        "sweep2": [*cli(), "generate", "--arms", arms, "--seeds", seeds, "--workers", "2"],
     }
     for name in ("anchor", "generate", "help"):
         run(commands[name])
-    run([*_cli(), "generate", "--arms", "history:t300,history:t600", "--seeds", "0"])
-    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
-    loads = [os.getloadavg()[0]]
-    for repeat in range(repeats):
-        order = list(commands) if repeat % 2 == 0 else list(reversed(commands))
-        for name in order:
-            runs[name].append(run(commands[name]))
-        loads.append(os.getloadavg()[0])
+    run([*cli(), "generate", "--arms", "history:t300,history:t600", "--seeds", "0"])
+    runs, loads = interleaved(commands, repeats, run)
 
     def median(name: str, field: int) -> float:
         return statistics.median(r[field] for r in runs[name])

@@ -1,6 +1,7 @@
 """Refresh the generated examples in docs/: every `<!-- show:ARM:SEED -->` block gets the live
 `poisson-tasks generate ARM --seed SEED --show` output (the bundle with its pins, as the command
-measures it). tests/test_docs.py checks they are current."""
+measures it), and docs/glossary.md is written from poisson_tasks.glossary. tests/test_docs.py
+checks both are current."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 import sys
 from pathlib import Path
 
+from poisson_tasks.glossary import GLOSSARY_PAGE, glossary_markdown
 from poisson_tasks.pins import pinned_bundle
 from poisson_tasks.show import render_bundle
 
@@ -25,7 +27,12 @@ def refreshed(text: str) -> str:
 
 
 if __name__ == "__main__":
-    docs = Path(__file__).resolve().parent.parent / "docs"
+    root = Path(__file__).resolve().parent.parent
+    docs = root / "docs"
+    page = root / GLOSSARY_PAGE
+    if not page.is_file() or page.read_text(encoding="utf-8") != glossary_markdown():
+        page.write_text(glossary_markdown(), encoding="utf-8")
+        print(f"wrote {page}", file=sys.stderr)
     for path in sorted(docs.glob("*.md")):
         old = path.read_text(encoding="utf-8")
         new = refreshed(old)

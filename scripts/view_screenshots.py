@@ -1,6 +1,7 @@
-"""docs/view.md's two screenshots, taken from the published reference-noisy report in chromium.
+"""docs/view.md's screenshots, taken from the published reference-noisy report in chromium.
 
     .venv/bin/python scripts/view_screenshots.py        # writes docs/view-cell.png, docs/view-pair.png
+                                                        # and docs/images/view-glossary.png
 
 Needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver). The panel
 alone is captured and its colours reduced (Pillow), so each PNG stays small.
@@ -16,6 +17,7 @@ from pathlib import Path
 from PIL import Image
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -23,6 +25,7 @@ from poisson_tasks.view import write_view
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
+GLOSSARY_SHOT = DOCS / "images" / "view-glossary.png"  # a term's definition shown on hover
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -75,11 +78,29 @@ def main() -> int:
             )
             wait.until(lambda c: c.find_elements(By.CSS_SELECTOR, "[data-role=pair-attempts]"))
             chrome.save_screenshot(str(DOCS / "view-pair.png"))
+            chrome.get(page.as_uri())
+            wait.until(lambda c: c.execute_script("return document.documentElement.dataset.ready"))
+            churn = next(
+                e
+                for e in chrome.find_elements(By.CSS_SELECTOR, "#knob-depth th .term")
+                if e.text == "churn"
+            )
+            chrome.execute_script("arguments[0].scrollIntoView({block: 'center'})", churn)
+            ActionChains(chrome).move_to_element(churn).perform()
+            wait.until(
+                lambda c: (
+                    "shared seeds"
+                    in c.execute_script(
+                        "return getComputedStyle(arguments[0], '::after').content", churn
+                    )
+                )
+            )
+            chrome.save_screenshot(str(GLOSSARY_SHOT))
         finally:
             chrome.quit()
-    for name in ("view-cell.png", "view-pair.png"):
-        _small(DOCS / name)
-        print(f"{DOCS / name}: {(DOCS / name).stat().st_size:,} bytes")
+    for shot in (DOCS / "view-cell.png", DOCS / "view-pair.png", GLOSSARY_SHOT):
+        _small(shot)
+        print(f"{shot}: {shot.stat().st_size:,} bytes")
     return 0
 
 

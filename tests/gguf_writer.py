@@ -79,3 +79,43 @@ def gemma_model(path: Path) -> Path:
             "general.file_type": 3,
         },
     )
+
+
+# A stand-in for a Qwen2.5-style template, written for these tests: it asks for calls as JSON
+# inside <tool_call> tags (as the Qwen2, Qwen2.5 and Qwen3 templates do) and writes them so; the
+# `\n` inside the Jinja strings is how such a template's source holds its newlines.
+QWEN_TEMPLATE = (
+    "{% if tools %}<|im_start|>system\\n# Tools\\n<tools>{% for t in tools %}{{ t | tojson }}"
+    "{% endfor %}</tools>\\nFor each function call, return a json object within <tool_call>"
+    '</tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": '
+    "<args-json-object>}\\n</tool_call><|im_end|>\\n{% endif %}{% for m in messages %}"
+    "<|im_start|>{{ m['role'] }}\\n{{ m['content'] }}<|im_end|>\\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\\n{% endif %}"
+)
+# A Qwen3-Coder-style template's call: XML inside <tool_call>, which llama.cpp reads natively.
+XML_CALL_TEMPLATE = (
+    "{% if tools %}<|im_start|>system\\n<tools>{{ tools }}</tools>\\n<tool_call>\\n"
+    "<function=name>\\n<parameter=p>\\nvalue\\n</parameter>\\n</function>\\n</tool_call>"
+    "<|im_end|>\\n{% endif %}"
+)
+
+
+def qwen_model(
+    path: Path,
+    *,
+    name: str = "Qwen2.5 0.5B Instruct",
+    basename: str | None = "Qwen2.5",
+    architecture: str = "qwen2",
+    template: str = QWEN_TEMPLATE,
+) -> Path:
+    """A Qwen2.5-shaped model's metadata (ChatML tokens, a template with a <tool_call> section);
+    name it `Qwen2.5 Coder ...` for a Qwen2.5-Coder."""
+    meta: dict[str, Value] = {
+        "general.architecture": architecture,
+        "general.name": name,
+        "tokenizer.ggml.tokens": CHATML_TOKENS,
+        "tokenizer.chat_template": template,
+    }
+    if basename is not None:
+        meta["general.basename"] = basename
+    return write_gguf(path, meta)

@@ -169,7 +169,8 @@ def line(
         min_calls=spec.min_calls,
         tool_calls=calls,
         model_calls=calls + 1 if model_calls is None else model_calls,
-        usage=usage or Usage(prompt_tokens=1000, cached_input_tokens=200, completion_tokens=100),
+        usage=usage
+        or Usage(uncached_input_tokens=1000, cached_input_tokens=200, completion_tokens=100),
         timing=timing or Timing(),
         transcript=transcript or {},
     )
@@ -244,7 +245,7 @@ def _example_line(arm: str, seed: int, attempt: int) -> EpisodeLine:
         outcome,
         tool_calls=calls,
         usage=Usage(
-            prompt_tokens=prompt,
+            uncached_input_tokens=prompt,
             cached_input_tokens=300 * calls,
             completion_tokens=60 * (calls + 1),
             reasoning_tokens=20 * (calls + 1),

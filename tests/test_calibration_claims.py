@@ -274,7 +274,7 @@ def test_incomplete_cells_name_the_stop(tmp_path: Path) -> None:
     assert [a.cell(x).incomplete for x in ("depth:d1", "depth:d2")] == [False, True]
     assert a.cell("depth:d2").missing == 7
     text = a.statements.does_not_claim[keys(a).index("incomplete")].text
-    assert text.startswith("depth:d2 hold fewer") and "token_budget" in text
+    assert text.startswith("depth:d2 holds fewer") and "stopped at its token budget" in text
     assert "incomplete" not in keys(run(tmp_path / "b"))
 
 
@@ -372,3 +372,49 @@ def test_card_bytes_are_identical_across_processes_with_different_hash_seeds(
         )
         outs.append(proc.stdout)
     assert outs[0] == outs[1] and len(outs[0]) > 1000
+
+
+def test_counts_take_their_noun_in_number_and_a_stop_reads_as_words(tmp_path: Path) -> None:
+    # issue 34 item 5: "1 attempts", "1 episodes in flight", "stopped with complete"
+    a = run(tmp_path / "one", arms=("depth:d1", "depth:d2"), tasks=3, attempts=1, concurrency=1)
+    md = render_document(a)
+    for wrong in ("1 attempts", "1 episodes", "1 sessions", "1 tasks", "stopped with"):
+        assert wrong not in md, wrong
+    assert "2 arms × 3 tasks × 1 attempt: 6 episodes planned" in md
+    assert "The run's last session ran every planned episode." in md
+    assert "1 episode in flight at once" in md and "with 1 attempt at each" in md
+    cut = run(tmp_path / "cut", tasks=2, attempts=2, sessions=("token_budget",))
+    assert "The run's last session stopped at its token budget." in render_document(cut)
+
+
+def test_every_stop_reason_has_its_words() -> None:
+    from typing import get_args
+
+    from poisson_tasks.runfolder import STOP_WORDS, StopReason, stop_words
+
+    assert set(STOP_WORDS) == set(get_args(StopReason))
+    assert stop_words("complete") == "ran every planned episode"
+
+
+def test_the_card_opens_with_what_it_can_and_cannot_tell(tmp_path: Path) -> None:
+    # issue 34 item 4: one sentence at the top of the card says what its size can tell
+    from poisson_tasks.power import called_difference
+
+    a = run(tmp_path / "a", tasks=12, attempts=2)
+    md = render_document(a)
+    top = md.split("\n## ", 1)[0]
+    sentence = a.statements.can_tell
+    assert f"**What this card can tell.** {sentence}" in top
+    assert (
+        f"with 12 tasks per level it calls a difference of {called_difference(12, 0.15):.2f}"
+        in (sentence)
+    )
+    assert "it calls none measured below 0.15" in sentence
+    widest = max(f.high - f.low for c in a.cells for f in (c.strict, c.leaky) if f is not None)
+    assert f"(at most {widest:.2f} wide here)" in sentence
+    assert json.loads(card_json(a))["statements"]["can_tell"] == sentence
+    # too few tasks to be sure of any call, and one level of each knob
+    few = run(tmp_path / "b", tasks=3, attempts=2).statements.can_tell
+    assert "with 3 tasks per level no difference between neighbouring levels is sure" in few
+    one = run(tmp_path / "c", arms=("depth:d1",), tasks=3, attempts=1).statements.can_tell
+    assert one.endswith("it has one level of each knob, so it compares no levels.")

@@ -180,7 +180,7 @@ def test_shares_medians_and_min_calls_by_hand(tmp_path: Path) -> None:
             "passed" if k >= 5 else "wrong_state",
             tool_calls=k,
             model_calls=k + 1,
-            usage=Usage(prompt_tokens=100 * i, cached_input_tokens=10, completion_tokens=5),
+            usage=Usage(uncached_input_tokens=100 * i, cached_input_tokens=10, completion_tokens=5),
         )
         for i, k in enumerate(calls)
     ]
@@ -313,19 +313,27 @@ def test_cost_tables_by_hand(tmp_path: Path) -> None:
     }
     usage = [
         Usage(
-            prompt_tokens=1000,
+            uncached_input_tokens=1000,
             cached_input_tokens=500,
             completion_tokens=200,
             reasoning_tokens=150,
             provider_cost_usd=0.0002,
         ),
         Usage(
-            prompt_tokens=3000, cached_input_tokens=0, completion_tokens=100, reasoning_tokens=50
+            uncached_input_tokens=3000,
+            cached_input_tokens=0,
+            completion_tokens=100,
+            reasoning_tokens=50,
         ),
         Usage(
-            prompt_tokens=2000, cached_input_tokens=100, completion_tokens=300, reasoning_tokens=0
+            uncached_input_tokens=2000,
+            cached_input_tokens=100,
+            completion_tokens=300,
+            reasoning_tokens=0,
         ),
-        Usage(prompt_tokens=400, completion_tokens=40),  # an instrument failure: costs money too
+        Usage(
+            uncached_input_tokens=400, completion_tokens=40
+        ),  # an instrument failure: costs money too
     ]
     timing = [
         Timing(episode_s=2.0, model_s=1.5, harness_s=0.4, setup_s=0.2),
@@ -361,7 +369,7 @@ def test_cost_tables_by_hand(tmp_path: Path) -> None:
     assert k.episode_s_p90 == round(2.0 + 0.9 * 2.0, 6)
     assert (k.harness_s_median, k.setup_s_median) == (0.6, 0.25)
     t = c.totals
-    assert (t.episodes, t.prompt_tokens, t.cached_input_tokens, t.completion_tokens) == (
+    assert (t.episodes, t.uncached_input_tokens, t.cached_input_tokens, t.completion_tokens) == (
         4,
         6400,
         600,
@@ -373,6 +381,11 @@ def test_cost_tables_by_hand(tmp_path: Path) -> None:
     assert a.run_totals == t
     md = render_document(a)
     assert "read on 2026-09-20" in md and "Concurrency: 4 episodes in flight at once" in md
+    # card.json names the figure for what it is; a card.json written before says prompt_tokens
+    data = card_json(a)
+    assert b'"prompt_tokens"' not in data and b'"uncached_input_tokens": 6400' in data
+    old = data.replace(b'"uncached_input_tokens"', b'"prompt_tokens"')
+    assert card_json(read_card_json(old)) == data
 
 
 def test_no_declared_rate_means_no_dollar_figure_and_no_pass_means_na(tmp_path: Path) -> None:

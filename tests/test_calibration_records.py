@@ -65,9 +65,12 @@ def test_an_overshoot_short_of_another_goal_is_not_counted_as_overshoot(tmp_path
 def test_tokens_are_prompt_plus_cached_plus_completion(tmp_path: Path) -> None:
     usages = [
         Usage(
-            prompt_tokens=700, cached_input_tokens=300, completion_tokens=50, reasoning_tokens=20
+            uncached_input_tokens=700,
+            cached_input_tokens=300,
+            completion_tokens=50,
+            reasoning_tokens=20,
         ),
-        Usage(prompt_tokens=700, completion_tokens=50),
+        Usage(uncached_input_tokens=700, completion_tokens=50),
         Usage(completion_tokens=50),
     ]
     lines = [line("depth:d1", 0, i, usage=u) for i, u in enumerate(usages)]

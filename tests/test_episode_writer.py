@@ -82,7 +82,7 @@ def test_a_line_counts_only_once_synced_and_a_batch_takes_one_fsync(
         # written (a kill -9 cannot lose it), its spend counted, but not yet claimed as recorded
         assert list(iter_episodes(folder.path)) == lines
         assert folder.state.spend.tokens == sum(
-            (ln.usage.prompt_tokens or 0)
+            (ln.usage.uncached_input_tokens or 0)
             + (ln.usage.cached_input_tokens or 0)
             + (ln.usage.completion_tokens or 0)
             for ln in lines

@@ -262,9 +262,9 @@ def test_usage_counts_that_are_not_counts_are_estimated_and_disclosed(
     (line,) = lines_of(tmp_path / "run")
     u = line.usage
     assert line.outcome == "passed"
-    assert isinstance(u.prompt_tokens, int) and 100 < u.prompt_tokens < 100_000
+    assert isinstance(u.uncached_input_tokens, int) and 100 < u.uncached_input_tokens < 100_000
     assert isinstance(u.completion_tokens, int) and 0 <= u.completion_tokens < 10_000
-    assert u.estimated_tokens == u.prompt_tokens + u.completion_tokens
+    assert u.estimated_tokens == u.uncached_input_tokens + u.completion_tokens
     assert u.first_request_tokens is None  # the server's count was no count
     card = render_document(card_from_run(tmp_path / "run"))
     assert "tokens estimated with the pinned tokenizer" in card and "(100.0% of all tokens)" in card

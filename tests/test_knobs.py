@@ -14,11 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from poisson_tasks.arms import (
+    KNOB_DEFS,
     KNOBS,
     SHIPPED_KNOBS,
     ArmSpec,
     all_arms,
     knob_status,
+    levels,
     parse_arm_id,
 )
 from poisson_tasks.bundle import TaskBundle, ToolCall
@@ -690,3 +692,20 @@ def test_knobs_cli_prints_every_knob_with_provenance() -> None:
     bad = runner.invoke(app, ["knobs", "warp"])
     assert bad.exit_code == 2
     assert "error: knob 'warp' is unknown" in bad.output
+
+
+def test_knobs_says_any_valid_level_is_an_arm() -> None:
+    # issue 34 item 5: the table showed only the candidate levels, as if no other level were an arm
+    out = runner.invoke(app, ["knobs"]).output
+    for knob in KNOBS:
+        block = out if out.startswith(f"{knob}: ") else out.split(f"\n{knob}: ", 1)[1]
+        line = next(x for x in block.splitlines() if x.startswith("  arms     "))
+        definition = KNOB_DEFS[knob]
+        assert definition.valid_text in line, line
+        example = re.search(r"\(e\.g\. (\S+)\)$", line)
+        if example is None:  # shape and similarity: the candidates are every valid level
+            assert "the candidates are every valid level" in line
+            continue
+        spec = parse_arm_id(example.group(1))
+        assert spec.knob == knob and spec.level not in levels(knob)
+        generate(example.group(1), 0)  # an arm outside the candidates generates

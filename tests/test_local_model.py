@@ -22,7 +22,14 @@ from typing import Any, ClassVar
 
 import pytest
 from endpoint_double import Answer, Seen, serve
-from gguf_writer import chatml_model, gemma_model
+from gguf_writer import (
+    GEMMA_TOKENS,
+    XML_CALL_TEMPLATE,
+    chatml_model,
+    gemma_model,
+    qwen_model,
+    write_gguf,
+)
 from synthetic_runs import full_run
 from test_real_endpoints import lines_of, prereg, run_cli
 from typer.testing import CliRunner
@@ -32,6 +39,7 @@ from poisson_tasks.calibration.cardjson import card_json
 from poisson_tasks.cli import app
 from poisson_tasks.errors import EndpointError, LocalServeError, MissingExtraError
 from poisson_tasks.local import server as local_server
+from poisson_tasks.local.choice import choose_template
 from poisson_tasks.local.defaults import shipped_templates
 from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.local.templates import (
@@ -79,7 +87,16 @@ def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
 HERMES_CALL = (
     '<tool_call>\n{"name": "' + PROBE_TOOL + '", "arguments": {"q": "probe"}}\n</tool_call>'
 )
-CALL_FORMS = {"chatml-tools": HERMES_CALL, "hermes-tools": HERMES_CALL}
+FENCED_CALL = '```json\n{"name": "' + PROBE_TOOL + '", "arguments": {"q": "probe"}}\n```'
+CALL_FORMS = {"chatml-tools": HERMES_CALL, "hermes-tools": HERMES_CALL, "json-tools": FENCED_CALL}
+
+
+def call_form(template: str, name: str, arguments: str) -> str:
+    """The text `template` writes for one call (its CALL_FORMS row, for any name and arguments)."""
+    probe = '{"name": "' + PROBE_TOOL + '", "arguments": {"q": "probe"}}'
+    return CALL_FORMS[template].replace(
+        probe, '{"name": "' + name + '", "arguments": ' + arguments + "}"
+    )
 
 
 def test_every_shipped_template_has_a_call_form_under_test() -> None:
@@ -95,10 +112,9 @@ def test_shipped_template_states_family_and_markers_and_renders_tools_and_calls(
     check_tool_section(tpl)
     # the form it writes for an assistant's call is the form it asks the model for
     assert check_call_format(tpl) == CALL_FORMS[name]
-    assert '{"name": <function-name>, "arguments": <args-json-object>}' in render(
-        tpl, probe_conversation()
-    ) or '{"name": "function_name", "arguments": {"argument": "value"}}' in render(
-        tpl, probe_conversation()
+    asked = render(tpl, probe_conversation())
+    assert '{"name": <function-name>, "arguments": <args-json-object>}' in asked or (
+        call_form(name, "function_name", '{"argument": "value"}') in asked
     )
     conv = probe_conversation()
     conv["messages"] += [
@@ -113,7 +129,7 @@ def test_shipped_template_states_family_and_markers_and_renders_tools_and_calls(
     ]
     prompt = render(tpl, conv)
     assert f'"name": "{PROBE_TOOL}"' in prompt
-    assert '<tool_call>\n{"name": "f", "arguments": {"q": 1}}\n</tool_call>' in prompt
+    assert call_form(name, "f", '{"q": 1}') in prompt
     assert "<tool_response>\n000001 ok\n</tool_response>" in prompt
     assert prompt.endswith("<|im_start|>assistant\n")
 
@@ -159,7 +175,9 @@ def test_serve_local_cli_refuses_in_one_line(tmp_path: Path, gguf: Path, no_serv
     missing = CliRunner().invoke(app, ["serve-local", str(tmp_path / "none.gguf")])
     assert missing.exit_code == 2 and "no such model file" in missing.output
     unknown = CliRunner().invoke(app, ["serve-local", str(gguf), "--template", "nope"])
-    assert unknown.exit_code == 2 and "neither a shipped template" in unknown.output
+    assert unknown.exit_code == 2 and "neither `auto` (chosen from the GGUF), a shipped" in (
+        unknown.output
+    )
 
 
 def test_a_model_path_that_is_not_a_regular_file_is_named_for_what_it_is(
@@ -463,9 +481,7 @@ def test_props_provenance_reaches_the_card(
     text = render_document(artifact)
     assert "- served: self-served (llamacpp)" in text
     assert "- serving stack: llama.cpp b9999-abcdef0" in text
-    assert (
-        "- llama.cpp: build b9999-abcdef0 (xllamacpp 2026.10.11549); 1 thread(s), 1 slot(s)" in text
-    )
+    assert "- llama.cpp: build b9999-abcdef0 (xllamacpp 2026.10.11549); 1 thread, 1 slot" in text
     assert f"- model file: {gguf.name}, {gguf.stat().st_size:,} bytes, quantisation Q4_1" in text
     assert f"- model file sha256: `{sha}` (computed by the runner from the served file)" in text
     assert (
@@ -550,3 +566,132 @@ def test_llamacpp_500_for_unparsed_arguments_is_the_models_malformed_call(
     if turn == 1:  # the structured call made before it counts: the card is not a no-call one
         (cell,) = card_from_run(tmp_path / "run").cells
         assert cell.scored == 2 and cell.instrument.count == 0
+
+
+# --------------------------------------------------------------------------- the choice, the probe
+
+
+def test_the_template_is_chosen_from_the_ggufs_metadata(tmp_path: Path) -> None:
+    # issue 34 item 7: chatml-tools was chosen for every model; Qwen wants hermes-tools, and
+    # Qwen2.5-Coder writes its calls as fenced JSON under either tag form
+    read = local_server.read_gguf_metadata
+    chose = {
+        "chatml": choose_template(read(chatml_model(tmp_path / "c.gguf")), "c.gguf"),
+        "chatml, no template": choose_template(
+            read(chatml_model(tmp_path / "b.gguf", template=False)), "b.gguf"
+        ),
+        "qwen2.5": choose_template(read(qwen_model(tmp_path / "q.gguf")), "q.gguf"),
+        "qwen2.5-coder": choose_template(
+            read(
+                qwen_model(
+                    tmp_path / "qc.gguf",
+                    name="Qwen2.5 Coder 0.5B Instruct",
+                    basename="Qwen2.5-Coder",
+                )
+            ),
+            "qc.gguf",
+        ),
+        "qwen3-coder": choose_template(
+            read(
+                qwen_model(
+                    tmp_path / "q3.gguf",
+                    name="Qwen3 Coder 30B A3B Instruct",
+                    architecture="qwen3moe",
+                    template=XML_CALL_TEMPLATE,
+                )
+            ),
+            "q3.gguf",
+        ),
+        "gemma with tools": choose_template(
+            read(
+                write_gguf(
+                    tmp_path / "gt.gguf",
+                    {
+                        "general.architecture": "gemma3",
+                        "tokenizer.ggml.tokens": GEMMA_TOKENS,
+                        "tokenizer.chat_template": "{% if tools %}{{ tools }}{% endif %}",
+                    },
+                )
+            ),
+            "gt.gguf",
+        ),
+    }
+    assert {k: v.name for k, v in chose.items()} == {
+        "chatml": "chatml-tools",
+        "chatml, no template": "chatml-tools",
+        "qwen2.5": "hermes-tools",
+        "qwen2.5-coder": "json-tools",
+        "qwen3-coder": "embedded",
+        "gemma with tools": "embedded",
+    }
+    assert "general.architecture llama" in chose["chatml"].reason
+    assert "Qwen2.5 Coder 0.5B Instruct" in chose["qwen2.5-coder"].reason
+    assert "<tool_call> tags" in chose["qwen2.5"].reason
+    with pytest.raises(LocalServeError, match="no shipped template fits it"):
+        choose_template(read(gemma_model(tmp_path / "g.gguf")), "g.gguf")
+
+
+def test_auto_serves_the_chosen_template_and_a_given_other_one_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_server: None
+) -> None:
+    loaded: list[str] = []
+    real = local_server.load_template
+
+    def spy(spec: str) -> ChatTemplate | None:
+        loaded.append(spec)
+        return real(spec)
+
+    monkeypatch.setattr(local_server, "load_template", spy)
+    qwen = qwen_model(tmp_path / "qwen.gguf")
+    warned: list[str] = []
+    with pytest.raises(AssertionError, match="would have been loaded"):
+        local_server.start_local_server(qwen, warn=warned.append)  # --template auto
+    assert loaded == ["hermes-tools"] and warned == []
+    with pytest.raises(AssertionError, match="would have been loaded"):
+        local_server.start_local_server(qwen, template="chatml-tools", warn=warned.append)
+    (line,) = warned
+    assert line.startswith(
+        "--template chatml-tools: the GGUF's metadata points to hermes-tools (its own chat "
+        "template asks for calls as JSON inside <tool_call> tags"
+    )
+    assert line.endswith("; serving chatml-tools as given")
+
+
+def _calls(*names: str) -> tuple[int, Any]:
+    calls = [
+        {"type": "function", "id": str(i), "function": {"name": n, "arguments": '{"q": "probe"}'}}
+        for i, n in enumerate(names)
+    ]
+    return _reply({"role": "assistant", "content": "", "tool_calls": calls})
+
+
+@pytest.mark.parametrize(
+    ("answer", "outcome"),
+    [
+        (_calls(PROBE_TOOL), "native"),
+        (_reply({"role": "assistant", "content": FENCED_CALL}), "text"),
+        (_reply({"role": "assistant", "content": "I cannot call tools."}), "prose"),
+        (
+            (500, {"error": {"code": 500, "message": "Failed to parse tool call arguments"}}),
+            "error",
+        ),
+    ],
+    ids=["native", "text", "prose", "error"],
+)
+def test_the_start_up_tool_call_says_what_came_back(
+    fake_llamacpp: tuple[str, type[_FakeLlamaCpp]], answer: tuple[int, Any], outcome: str
+) -> None:
+    # issue 34 item 7: a user learns before a study whether the template and the model agree
+    root, handler = fake_llamacpp
+    handler.completion = answer
+    probe = local_server.probe_tool_call(root)
+    assert probe.outcome == outcome and probe.native == (outcome == "native")
+    (sent,) = handler.completions
+    assert sent["temperature"] == 0.0 and sent["max_tokens"] == local_server.PROBE_MAX_TOKENS
+    assert PROBE_TOOL in sent["messages"][-1]["content"] and sent["tools"][0]["function"]["name"]
+    report = probe.report("chatml-tools")
+    if probe.native:
+        assert f"a native tool call (1 call to {PROBE_TOOL};" in report and "agree" in report
+    else:
+        assert "the template and this model do not agree" in report
+        assert "--template hermes-tools or json-tools, or a file" in report

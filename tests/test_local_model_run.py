@@ -41,7 +41,13 @@ def test_the_kept_run_is_the_registered_study_on_the_real_model() -> None:
         header.preregistration_hash
         == "830e78315eac634de4faffad29e987259e812016e5ed5a0d77ca73c33eb6be58"
     )
-    stored = validate_preregistration(header.preregistration)
+    # The file's third registration added decoding.seed: derived and nothing else (issue 34):
+    # the kept run, made under the second, is the file's plan less that one line.
+    assert plan.preregistration.decoding.seed == "derived"
+    assert "seed" not in header.preregistration["decoding"]
+    document = dict(header.preregistration)
+    document["decoding"] = {**document["decoding"], "seed": "derived"}
+    stored = validate_preregistration(document)
     assert stored.preregistration_hash == plan.preregistration_hash
     facts = provenance_from_run(RUN).serving.llamacpp
     assert facts is not None and facts.model_file == "SmolLM2-135M-Instruct.Q4_1.gguf"

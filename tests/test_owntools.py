@@ -4,6 +4,7 @@ pin ledger's report and the card's closing lines, end to end on the reference en
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +184,8 @@ def test_a_design_without_own_tools_dumps_as_before() -> None:
 
 def test_an_own_tools_card_from_the_reference_endpoint(tmp_path: Path) -> None:
     doc = yaml.safe_load((ROOT / "preregistrations" / "own-tools-reference.yaml").read_text())
-    doc["design"].update(tasks=3, attempts=1, own_tools=str(EXAMPLE))
+    # a path relative to the pre-registration, as the shipped one gives it (../examples/...)
+    doc["design"].update(tasks=3, attempts=1, own_tools=os.path.relpath(EXAMPLE, tmp_path))
     prereg = tmp_path / "p.yaml"
     prereg.write_text(yaml.safe_dump(doc))
     run_dir = tmp_path / "run"
@@ -194,7 +196,8 @@ def test_an_own_tools_card_from_the_reference_endpoint(tmp_path: Path) -> None:
     assert "They are the user's, not written for these tasks" in card
     assert "do not read beside the published cards" in card
     assert "could not be held on the user's tools: N4" in card
-    assert "- own tools: 40 from" in card
+    assert "- own tools: 40 from own-tools-40.json, sha256" in card
+    assert f"40 tools from {EXAMPLE.name} (sha256" in card and "../" not in card  # issue 34 item 5
     header = json.loads((run_dir / "run.json").read_text())
     assert header["own_tools"]["sha256"] == load_tool_file(EXAMPLE).sha256
     assert header["preregistration"]["design"]["own_tools_sha256"] == header["own_tools"]["sha256"]

@@ -83,10 +83,11 @@ def test_every_measurable_row_carries_its_measure_hold_and_figure() -> None:
 
 def test_a_row_is_one_object_that_refuses_to_be_half_defined() -> None:
     with pytest.raises(ValueError, match="N99: a measured row needs"):
-        PinRow(id="N99", holds="x", who=("depth",), mode="refused", figure=lambda v: v)
+        PinRow(id="N99", name="x", holds="x", who=("depth",), mode="refused", figure=lambda v: v)
     with pytest.raises(ValueError, match="N98: an unmeasured row has no"):
         PinRow(
             id="N98",
+            name="x",
             holds="x",
             who=("at run time",),
             mode="refused",
@@ -782,7 +783,7 @@ def test_pin_targets() -> None:
         pin_targets(arm="depth:d1", arms="depth:d3")
     assert read == []  # the plan is read only once the options fit together
     arms, seeds = pin_targets(plan=smoke)
-    assert "depth:d1+h8" in arms and len(seeds) == 10
+    assert "depth:d1+h8" in arms and len(seeds) == 50
 
 
 # ------------------------------------------------------------------ the command line
@@ -795,14 +796,14 @@ def test_cli_prints_every_row_and_exits_0() -> None:
     assert "contrast spread (eval, strict)" in result.output
     for row in ROW_IDS:
         assert re.search(rf"^  {row}\s", result.output, re.M)
-    assert "N35  held 2/2" in result.output
+    assert re.search(r"^  N35  spread reads\s+held 2/2", result.output, re.M)
 
 
 def test_cli_plan_reads_a_preregistration() -> None:
     smoke = ROOT / "preregistrations" / "smoke.yaml"
     result = CliRunner().invoke(app, ["generate", "--plan", str(smoke)])
     assert result.exit_code == 0, result.output
-    assert "contrast depth" in result.output and "10 seeds" in result.output
+    assert "contrast depth" in result.output and "50 seeds" in result.output
 
 
 def test_cli_exits_2_with_one_line_when_a_row_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -816,7 +817,7 @@ def test_cli_exits_2_with_one_line_when_a_row_refuses(monkeypatch: pytest.Monkey
     result = CliRunner().invoke(app, ["generate", "--arms", "depth:d1,depth:d3", "--seeds", "0"])
     assert result.exit_code == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "N3" in errors[0] and "depth" in errors[0]
+    assert len(errors) == 1 and "N3 system prompt" in errors[0] and "depth" in errors[0]
 
 
 def test_cli_bad_input_is_one_line_exit_2() -> None:
@@ -839,18 +840,36 @@ def test_cli_single_arm_still_generates() -> None:
 # ------------------------------------------------------------------ the doc
 
 
-def _doc_rows() -> list[tuple[str, str, str]]:
+def _doc_rows() -> list[tuple[str, str, str, str]]:
     text = (ROOT / "docs" / "knobs-and-arms.md").read_text(encoding="utf-8")
     rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 4 and re.fullmatch(r"N\d+", cells[0]):
-            rows.append((cells[0], cells[2], cells[3]))
+        if len(cells) >= 5 and re.fullmatch(r"N\d+", cells[0]):
+            rows.append((cells[0], cells[1], cells[3], cells[4]))
     return rows
 
 
 def test_the_docs_pin_table_is_the_codes() -> None:
-    assert _doc_rows() == [(r.id, r.who_text(), r.mode_text()) for r in ROWS]
+    assert _doc_rows() == [(r.id, r.name, r.who_text(), r.mode_text()) for r in ROWS]
+
+
+def test_every_printed_row_names_itself() -> None:
+    # issue 34 item 5: the ledger printed bare codes (`N5   not applicable 10/10 ...`)
+    summary = check_plan(["depth:d1", "depth:d3", "depth:d1+h8", "depth:d2+h5"], [0, 1]).lines()
+    one = check_pins({a: generate(a, 0) for a in ("faults:f0", "faults:f4")}).lines()
+    for lines in (summary, one):
+        printed = {line.split()[0]: line for line in lines if re.match(r"  N\d+ ", line)}
+        assert set(printed) == {r.id for r in ROWS}
+        for row in ROWS:
+            assert printed[row.id].startswith(f"  {row.id:<4} {row.name} "), printed[row.id]
+    names = [r.name for r in ROWS]
+    assert len(set(names)) == len(names), "each row's name tells it apart"
+    bundles = {s.id: generate(s, 3) for s in all_arms("history")}
+    b = bundles["history:t600"]
+    bundles["history:t600"] = b.model_copy(update={"prompt": b.prompt[:-2]})
+    report = check_pins(bundles)
+    assert "N23 history tokens refused (history:t600)" in report.message()
 
 
 def test_the_docs_command_excerpts_are_what_the_command_prints() -> None:

@@ -197,8 +197,8 @@ def test_an_answer_without_usage_is_counted_and_marked_estimated(tmp_path: Path)
     (line,) = lines_of(tmp_path / "run")
     assert line.outcome == "passed" and res.exit_code == 0
     u = line.usage
-    assert u.prompt_tokens and u.prompt_tokens > 100 and u.completion_tokens
-    assert u.estimated_tokens == u.prompt_tokens + u.completion_tokens
+    assert u.uncached_input_tokens and u.uncached_input_tokens > 100 and u.completion_tokens
+    assert u.estimated_tokens == u.uncached_input_tokens + u.completion_tokens
 
 
 def test_a_study_without_usage_stops_at_its_token_cap(tmp_path: Path) -> None:

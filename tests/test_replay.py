@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 from endpoint_double import Answer, serve
 from test_real_endpoints import VLLM_MODELS
 from test_real_endpoints import prereg as double_prereg
@@ -25,13 +26,14 @@ from poisson_tasks.calibration.render import NOT_REPLAYED
 from poisson_tasks.calibration.reproducibility import first_difference, flip_reading, same_messages
 from poisson_tasks.cli import run_cli
 from poisson_tasks.errors import ReplayError, RunFolderError
-from poisson_tasks.prereg import Slot, load_preregistration
+from poisson_tasks.prereg import Slot, describe_plan, load_preregistration
 from poisson_tasks.reference import ReferenceServer, start_reference_server
 from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header
 from poisson_tasks.runner import replay_run, run_preregistration
 from poisson_tasks.runner.merge import merge_shards
 from poisson_tasks.runner.replay import REPLAY_RULE, draw_sample
 from poisson_tasks.runner.shard import Shard
+from poisson_tasks.seeding import replay_seed_phrase
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = REPO / "preregistrations" / "published.yaml"
@@ -132,6 +134,38 @@ def test_the_first_difference_is_located_by_call_and_kind() -> None:
     assert first_difference(run, calls) == (1, "call")
     longer = _line([*run["transcript"]["messages"], call("{}", "b")])  # type: ignore[index]
     assert first_difference(run, longer) == (3, "end")
+
+
+def test_the_first_difference_counts_model_calls_not_the_seeded_history() -> None:
+    # issue 34 item 7: on a control arm the opening messages hold seeded assistant calls, which
+    # were counted as model calls (a difference at the model's first call read "model call 8")
+    seeded = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    for i in range(3):
+        seeded += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"h{i}", "function": {"name": "read", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": f"h{i}", "content": "000001 ok"},
+        ]
+    seeded.append({"role": "user", "content": "now the task"})
+
+    def episode(reply: str) -> dict[str, object]:
+        messages = [*seeded, {"role": "assistant", "content": reply}]
+        return {
+            "outcome": "passed",
+            "transcript": {"messages": messages, "tool_calls": [], "opening_messages": 9},
+        }
+
+    assert first_difference(episode("done"), episode("Done")) == (1, "text")
+    older = episode("done")  # a line from before opening_messages: its first request's size
+    older["transcript"] = {  # type: ignore[index]
+        **older["transcript"],  # type: ignore[dict-item]
+        "opening_messages": None,
+        "request_messages": [9],
+    }
+    assert first_difference(older, episode("Done")) == (1, "text")
 
 
 # ------------------------------------------------------------------ on real behaviour
@@ -341,3 +375,70 @@ def test_a_server_that_moved_is_replayed_at_its_new_address(
     rep = card_from_run(run).reproducibility
     assert rep is not None and rep.serving_differences == []  # the address is not pin N10
     assert rep.identical_transcript.count == 3
+
+
+def test_a_replay_whose_format_alarm_rings_says_so_in_one_error_line(
+    tmp_path: Path, server: ReferenceServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 34 item 7: `replay` exited 1 with no `error:` line when its format alarm rang
+    # (`run` prints one); the text-call policy writes every call as text (format clause 1)
+    path = prereg(tmp_path, model="text-call", base_url=server.base_url, tasks=2, attempts=1)
+    run = tmp_path / "run"
+    assert run_cli(["run", str(path), "--out", str(run), "--quiet"]) == 1
+    said = capsys.readouterr().err
+    assert next(x for x in said.splitlines() if x.startswith("error: ")).startswith(
+        "error: 4 of 4 scored episodes broke format clause 1"
+    )
+    assert run_cli(["replay", str(run), "--sample", "2", "--quiet"]) == 1
+    out, err = capsys.readouterr()
+    errors = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(
+        "error: 2 of 2 scored episodes broke format clause 1"
+    )
+    assert f"in the replay in {run / 'replay'}" in errors[0]
+    assert "## Reproducibility" in out
+
+
+def test_the_section_says_which_seeds_the_run_and_its_replay_sent(
+    tmp_path: Path, server: ReferenceServer
+) -> None:
+    # issue 34 item 7: the section said "per-attempt seeds" while llama.cpp had been sent none
+    said = {}
+    for name, decoding in (("plain", {}), ("seeded", {"seed": "derived"})):
+        folder = tmp_path / name
+        path = prereg(
+            folder.parent,
+            name=name,
+            model="oracle",
+            base_url=server.base_url,
+            tasks=2,
+            attempts=1,
+            decoding=decoding,
+        )
+        run_preregistration(path, folder, show_progress=False)
+        replay_run(folder, 1, show_progress=False)
+        said[name] = _section(render_document(card_from_run(folder)))
+    assert (
+        "with its decoding and no seed, as the run sent none (the reference policies"
+        in (said["plain"])
+    )
+    assert "per-attempt seeds" not in said["plain"]
+    assert (
+        "with its decoding and the per-attempt seeds the run sent (decoding.seed: derived;"
+        in (said["seeded"])
+    )
+    llama = replay_seed_phrase("llamacpp", derived=False)
+    assert "fresh draw" in llama and "llama.cpp's server samples from it" in llama
+
+
+def test_validate_says_when_a_server_that_takes_a_seed_is_sent_none(tmp_path: Path) -> None:
+    local = REPO / "preregistrations" / "local-smollm2.yaml"
+    doc = yaml.safe_load(local.read_text(encoding="utf-8"))
+    assert run_cli(["validate", str(local)]) == 0
+    del doc["decoding"]["seed"]
+    path = tmp_path / "no-seed.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    plan = load_preregistration(path)
+    (line,) = [x for x in describe_plan(plan).splitlines() if x.startswith("  seed ")]
+    assert "none sent, although llama.cpp's server samples from it" in line
+    assert "write decoding.seed: derived" in line

@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 from synthetic_runs import reference_preregistration
@@ -130,12 +131,12 @@ def test_smoke_writes_a_complete_folder(tmp_path: Path) -> None:
         assert t["request_messages"] == sorted(t["request_messages"])
         assert len(t["observations"]) == ln.tool_calls
         assert all(len(o) == 52 for o in t["observations"])
-        assert ln.usage.prompt_tokens is not None and ln.usage.completion_tokens is not None
+        assert ln.usage.uncached_input_tokens is not None and ln.usage.completion_tokens is not None
         assert ln.timing.episode_s is not None and ln.timing.model_s is not None
         assert ln.system_fingerprints == ["ref-0.1.0-noisy"] * ln.model_calls
         assert not ln.resumed and ln.session == 0
     # calibration reads the folder through the same contract
-    assert len(records_from_run(out)) == plan.episodes == 80
+    assert len(records_from_run(out)) == plan.episodes == 400
 
 
 def test_oracle_passes_every_episode(tmp_path: Path, server: ReferenceServer) -> None:
@@ -374,7 +375,7 @@ def test_a_token_budget_stop_keeps_paid_episodes_and_resumes(
     lines = lines_of(out)
     assert 1 <= len(lines) < 20 and header.sessions[0].episodes_written == len(lines)
     spent = sum(
-        (ln.usage.prompt_tokens or 0)
+        (ln.usage.uncached_input_tokens or 0)
         + (ln.usage.cached_input_tokens or 0)
         + (ln.usage.completion_tokens or 0)
         for ln in lines
@@ -384,7 +385,7 @@ def test_a_token_budget_stop_keeps_paid_episodes_and_resumes(
         >= 20_000
         > spent
         - max(
-            (ln.usage.prompt_tokens or 0)
+            (ln.usage.uncached_input_tokens or 0)
             + (ln.usage.cached_input_tokens or 0)
             + (ln.usage.completion_tokens or 0)
             for ln in lines
@@ -445,7 +446,7 @@ def test_the_wall_clock_stop_abandons_in_flight_episodes(
     assert summary.stop_reason == "wall_clock" and summary.abandoned >= 1
     session = read_header(out).sessions[0]
     assert session.abandoned == summary.abandoned
-    assert (session.abandoned_usage.prompt_tokens or 0) > 0
+    assert (session.abandoned_usage.uncached_input_tokens or 0) > 0
     assert len(lines_of(out)) == summary.written == 0
     assert run_preregistration(path, out, resume=True, show_progress=False).abandoned >= 1
 
@@ -898,3 +899,34 @@ def test_a_runner_bug_stops_the_run_and_is_not_called_complete(
     session = read_header(tmp_path / "run").sessions[0]
     assert session.stop_reason == "interrupted" and "generator bug" in (session.detail or "")
     assert len(lines_of(tmp_path / "run")) == 2
+
+
+def test_the_lines_uncached_input_is_named_so_and_old_lines_still_read(
+    tmp_path: Path, server: ReferenceServer
+) -> None:
+    # issue 34 item 5: the line's usage.prompt_tokens was the uncached input, while the raw usage
+    # stored beside it (the server's prompt_tokens) counts cached tokens too
+    path = prereg(tmp_path, arms=["depth:d3"], tasks=2, attempts=1, base_url=server.base_url)
+    run_preregistration(path, tmp_path / "run", show_progress=False)
+    raw = [orjson.loads(x) for x in (tmp_path / "run" / EPISODES).read_bytes().splitlines()]
+    for doc in raw:
+        usage, responses = doc["usage"], doc["transcript"]["responses"]
+        assert "prompt_tokens" not in usage
+        served = sum(r["usage"]["prompt_tokens"] for r in responses)
+        cached = sum(r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in responses)
+        assert cached > 0 and usage["cached_input_tokens"] == cached
+        assert usage["uncached_input_tokens"] == served - cached
+    # a line written before the rename (the published records are) reads the same figure
+    old = []
+    for doc in raw:
+        usage = dict(doc["usage"])
+        usage["prompt_tokens"] = usage.pop("uncached_input_tokens")
+        old.append(orjson.dumps({**doc, "usage": usage}) + b"\n")
+    (tmp_path / "run" / EPISODES).write_bytes(b"".join(old))
+    assert [ln.usage.uncached_input_tokens for ln in lines_of(tmp_path / "run")] == [
+        d["usage"]["uncached_input_tokens"] for d in raw
+    ]
+    records = records_from_run(tmp_path / "run")
+    assert [r.uncached_input_tokens for r in records] == [
+        d["usage"]["uncached_input_tokens"] for d in raw
+    ]

@@ -99,10 +99,10 @@ def test_a_bad_shard_is_one_line(text: str, says: str) -> None:
 
 
 def test_more_shards_than_tasks_is_refused() -> None:
-    plan = load_preregistration(SMOKE)  # 4 arms x 10 tasks
-    with pytest.raises(ShardError, match="at most 40 shards"):
-        shard_slots(plan, Shard(0, 41))
-    assert len(shard_slots(plan, Shard(39, 40))) == plan.attempts
+    plan = load_preregistration(SMOKE)  # 4 arms x 50 tasks
+    with pytest.raises(ShardError, match="at most 200 shards"):
+        shard_slots(plan, Shard(0, 201))
+    assert len(shard_slots(plan, Shard(199, 200))) == plan.attempts
 
 
 def test_the_plan_hash_leaves_out_only_the_endpoint_address(tmp_path: Path) -> None:
@@ -118,8 +118,8 @@ def test_the_plan_hash_leaves_out_only_the_endpoint_address(tmp_path: Path) -> N
 def test_a_budget_share_is_the_cap_over_n() -> None:
     plan = load_preregistration(SMOKE)
     share = budget_share(plan.preregistration.budget.model_copy(update={"dollars": 3.0}), 4)
-    assert (share.tokens, share.dollars, share.wall_clock_s) == (500_000, 0.75, 300.0)
-    assert budget_share(plan.preregistration.budget, 3).tokens == 666_666  # rounded down
+    assert (share.tokens, share.dollars, share.wall_clock_s) == (1_500_000, 0.75, 300.0)
+    assert budget_share(plan.preregistration.budget, 7).tokens == 857_142  # rounded down
 
 
 def test_a_shard_folder_records_its_shard_and_runs_only_its_slots(

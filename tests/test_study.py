@@ -107,3 +107,20 @@ def test_commands_md_names_every_reference_policy_the_server_serves() -> None:
     assert [name for name in POLICY_NAMES if f"`{name}`" not in serves] == []
     count = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
     assert f"the {count[len(POLICY_NAMES) - 1]} scripted reference policies" in serves
+
+
+def test_a_refused_card_still_reports_its_run(tmp_path: Path) -> None:
+    # issue 34 item 7: `card PREREG` printed the run's session summary only when the card was
+    # made; a refused card left the user with one error line and no word of the run it made
+    doc = yaml.safe_load((ROOT / "preregistrations" / "smoke.yaml").read_text(encoding="utf-8"))
+    doc["model"]["model"] = "no-call"
+    doc["design"]["tasks"] = 3
+    path = tmp_path / "no-call.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    run_dir = tmp_path / "run"
+    res = CliRunner().invoke(app, ["card", str(path), "--run-dir", str(run_dir), "--quiet"])
+    assert res.exit_code == 1 and res.stdout == ""
+    err = res.stderr.splitlines()
+    assert err[0] == f"run {run_dir} session 0: complete"
+    assert any(x.startswith("  episodes   24 written this session") for x in err)
+    assert err[-1].startswith("error: card refused: more than 0.1 of the scored episodes")

@@ -339,3 +339,41 @@ def test_the_pages_json_cannot_close_its_script() -> None:
     out = escaped_json({"x": "</script><script>alert(1)</script>", "y": "a & b > c"})
     assert "<" not in out and ">" not in out and "&" not in out
     assert json.loads(out) == {"x": "</script><script>alert(1)</script>", "y": "a & b > c"}
+
+
+def _text_of(page: bytes, start: str, end: str) -> str:
+    """The visible text of the static page between two markers (scripts and tags left out)."""
+    body = page.decode()
+    body = body[body.index(start) : body.index(end, body.index(start))]
+    body = re.sub(r"<script.*?</script>", "", body, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_the_cost_tables_are_labelled_as_the_cards_and_no_backtick_shows(
+    small: Path, small_page: bytes
+) -> None:
+    # issue 34 item 5: the cost table printed raw keys (mean_model_calls) with three decimals
+    costs = _text_of(small_page, "<section id=costs>", "</section>")
+    for label in ("mean model calls", "median tokens", "uncached input", "computed dollars"):
+        assert label in costs, label
+    assert not re.search(r"[a-z]+_[a-z_]+", costs), re.findall(r"[a-z]+_[a-z_]+", costs)
+    card = card_from_run(small)
+    total = card.run_totals.uncached_input_tokens
+    assert total is not None and f"{total:,}" in costs
+    shown = _text_of(small_page, "<main id=card>", "<details id=cardmd>")
+    assert "`" not in shown  # code spans are <code>, never a literal backtick
+
+
+def test_terms_carry_their_definition_and_the_page_holds_the_glossary(small_page: bytes) -> None:
+    # issue 34 item 5: the view shows a term's definition on hover (CSS: .term:hover::after)
+    from poisson_tasks.glossary import TERMS, lookup
+
+    text = small_page.decode()
+    churn = lookup("churn")
+    assert churn is not None
+    assert f'data-def="churn: {html.escape(churn.definition, quote=True)}">churn<' in text
+    assert ".term:hover::after" in text and "content:attr(data-def)" in text
+    section = text[text.index("<section id=glossary>") :]
+    assert all(f">{html.escape(t.name)}</dt>" in section for t in TERMS)
+    assert "<a href=#glossary>glossary</a>" in text  # linked from the page's header
+    assert "<p class=cantell><strong>What this card can tell.</strong>" in text

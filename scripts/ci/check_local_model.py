@@ -14,15 +14,18 @@ exits 1 when any fails.
   card (exit 0) that says "self-served";
 - the llama.cpp provenance the runner measured is all there (build, model file, size, sha256,
   quantisation, n_ctx, threads, the chat template's served and file sha256);
-- serve-local announced that llama.cpp parses the template's tool calls (its start-up check);
+- serve-local announced that llama.cpp parses the template's tool calls (its start-up check), the
+  template it chose from the GGUF's metadata (chatml-tools, the one the registration names: a
+  choice that moved would change the registered study), and the start-up tool call it asked the
+  model for (on stdout when it came back as a native call, else as a warning on stderr; what it
+  came back as is printed, never asserted);
 - the replay printed a Reproducibility section and its counts add up (one slot replayed; same
   plus different verdict is the slots replayed; an identical transcript has the same calls and
   verdict; each first difference is one episode whose transcript differs). What it measured is
   printed, never asserted: a value is the model's and the server's, not the instrument's;
 - the runner's requests (the run's and the replay's: every response plus every retried attempt),
-  plus serve-local's own
-  start-up check (local.server.STARTUP_REQUESTS), equal the completion requests the server logged
-  (one `launch_slot_` line each).
+  plus serve-local's own start-up requests (local.server.STARTUP_REQUESTS: the parse check and the
+  tool call), equal the completion requests the server logged (one `launch_slot_` line each).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ FACTS = (
     "template_file_sha256",
 )
 PARSED = "tool calls parsed by llama.cpp, chat format peg-native"
+CHOSEN = "template chatml-tools, chosen from the GGUF's metadata: a ChatML model"
+PROBED = "start-up tool call: asked the loaded model once"
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -97,6 +102,12 @@ def check(out: Path) -> list[tuple[bool, str]]:
 
     announced = (out / "serve.out").read_text(encoding="utf-8")
     results.append((PARSED in announced, f"serve-local announced: {PARSED}"))
+    results.append((CHOSEN in announced, f"serve-local announced: {CHOSEN}"))
+    log = (out / "server.log").read_text(encoding="utf-8", errors="replace")
+    probe = [t for t in [*announced.splitlines(), *log.splitlines()] if PROBED in t]
+    results.append((len(probe) == 1, "serve-local reported its start-up tool call once"))
+    if probe:
+        print(f"start-up tool call (printed, not asserted): {probe[0]}")
 
     results += _replay(out)
     replayed = _lines(out / "run" / "replay" / "episodes.jsonl")
@@ -104,11 +115,11 @@ def check(out: Path) -> list[tuple[bool, str]]:
         len(e["transcript"]["responses"]) + e["transcript"]["retries"]
         for e in [*episodes, *replayed]
     )
-    logged = sum("launch_slot_" in t for t in (out / "server.log").read_text().splitlines())
+    logged = sum("launch_slot_" in t for t in log.splitlines())
     results.append(
         (
             runner + STARTUP_REQUESTS == logged,
-            f"runner requests {runner} + serve-local's start-up check {STARTUP_REQUESTS}, "
+            f"runner requests {runner} + serve-local's start-up requests {STARTUP_REQUESTS}, "
             f"server log {logged}",
         )
     )

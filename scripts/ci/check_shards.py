@@ -27,6 +27,7 @@ from test_real_endpoints import VLLM_MODELS  # noqa: E402
 
 from poisson_tasks.calibration import card_from_run  # noqa: E402
 from poisson_tasks.calibration.sameness import TIME_AND_PLACEMENT, compare_cards  # noqa: E402
+from poisson_tasks.prereg import load_preregistration  # noqa: E402
 
 SMOKE = ROOT / "preregistrations" / "smoke.yaml"
 CLI = [sys.executable, "-m", "poisson_tasks.cli"]
@@ -191,7 +192,7 @@ def main() -> None:
             "a missing slot (a shard's last line gone)",
             [shards[0], cut, *shards[2:]],
             work / "m4",
-            "of the plan's 80 slots is missing",
+            f"of the plan's {len(load_preregistration(SMOKE).slots())} slots is missing",
         )
         doubled = copy(shards[1], work / "shard-1-doubled")
         first = (shards[0] / "episodes.jsonl").read_bytes().splitlines(keepends=True)[0]

@@ -267,8 +267,9 @@ def serve_local(
         str,
         typer.Option(
             "--template",
-            help=f"A shipped chat template ({', '.join(local_defaults.shipped_templates())}), a "
-            f"Jinja file, or `{local_defaults.EMBEDDED}` (the GGUF's).",
+            help=f"`{local_defaults.AUTO}` (chosen from the GGUF's metadata), a shipped chat "
+            f"template ({', '.join(local_defaults.shipped_templates())}), a Jinja file, or "
+            f"`{local_defaults.EMBEDDED}` (the GGUF's).",
         ),
     ] = local_defaults.TEMPLATE,
     alias: Annotated[
@@ -278,9 +279,11 @@ def serve_local(
 ) -> None:
     """Serve a GGUF with llama.cpp (the `local` extra) on loopback, with a tool-calling template.
 
-    A template that renders no tool section, or writes no tool call llama.cpp can parse back, is
-    refused (before the model loads, and again through the server). Prints the base URL; Ctrl-C or
-    SIGTERM stops it.
+    The template is chosen from the GGUF's metadata unless one is given. A template that renders
+    no tool section, or writes no tool call llama.cpp can parse back, is refused (before the model
+    loads, and again through the server); the loaded model is then asked for one tool call, and
+    whether it came back as a native call is printed. Prints the base URL; Ctrl-C or SIGTERM stops
+    it.
     """
     from poisson_tasks.local.server import LocalServer
     from poisson_tasks.local.server import serve_local as serve
@@ -288,8 +291,14 @@ def serve_local(
     def _announce(server: LocalServer) -> None:
         tpl = server.template
         what = f"{tpl.name} ({tpl.family or 'family not stated'})" if tpl else "embedded"
+        typer.echo(f"template {tpl.name if tpl else 'embedded'}, {server.template_note}")
+        if server.probe is not None and server.probe.native:  # otherwise a warning said it
+            typer.echo(
+                f"start-up tool call: {server.probe.report(tpl.name if tpl else 'embedded')}"
+            )
+        threads = f"{server.threads} thread{'' if server.threads == 1 else 's'}"
         typer.echo(
-            f"serving {server.alias} at {server.base_url} (llama.cpp, {server.threads} thread(s), n_ctx "
+            f"serving {server.alias} at {server.base_url} (llama.cpp, {threads}, n_ctx "
             f"{server.n_ctx}, template {what}; tool calls parsed by llama.cpp, chat format "
             f"{server.chat_format or 'not reported'}); Ctrl-C stops"
         )
@@ -405,18 +414,35 @@ def _run_then_card(
     The one rule, shared with `run`: stdout carries what a command makes (here the card); a run's
     session summary is a report and goes to stderr.
     """
-    from poisson_tasks.runner import summary_lines
+    from poisson_tasks.runner import RunSummary, summary_lines
     from poisson_tasks.study import card_study, default_preregistration
 
     source = prereg if prereg is not None else default_preregistration()
     if prereg is None:
         typer.echo(f"no target given: running the embedded default {source.name}", err=True)
+
+    def report(summary: RunSummary) -> None:  # before the card, so a refused card has it too
+        for line in summary_lines(summary):
+            typer.echo(line, err=True)
+
     result, made = card_study(
-        source, run_dir, out, plot=plot, show_progress=False if quiet else None
+        source, run_dir, out, plot=plot, show_progress=False if quiet else None, on_run=report
     )
-    for line in summary_lines(result.summary):
-        typer.echo(line, err=True)
     return made, result.summary.exit_code == 3
+
+
+@app.command()
+@exits
+def glossary(
+    term: Annotated[
+        str | None,
+        typer.Argument(help="A term a card prints (e.g. churn); with none, every term."),
+    ] = None,
+) -> None:
+    """What a card's terms mean: one term, or the whole glossary (docs/glossary.md)."""
+    from poisson_tasks.glossary import describe
+
+    typer.echo(describe(term))
 
 
 @app.command()
@@ -478,6 +504,7 @@ def run(
     """
     from poisson_tasks.prereg import load_preregistration
     from poisson_tasks.runner import default_run_folder, run_preregistration, summary_lines
+    from poisson_tasks.runner.alarms import alarm_lines
     from poisson_tasks.runner.folder import stored_plan
     from poisson_tasks.runner.shard import Shard, stored_shard
 
@@ -510,23 +537,8 @@ def run(
     )
     for line in summary_lines(summary):
         typer.echo(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
-    if summary.format_alarm:
-        _say(
-            "error",
-            f"{summary.malformed_clause1} of {summary.scored_this_session} scored episodes "
-            "broke format clause 1 (tool-call arguments that are not JSON, or calls written as "
-            f"text); they are recorded as malformed_call in {summary.folder}: check the server's "
-            "tool parser",
-        )
-    if summary.instrument_alarm:
-        _say(
-            "error",
-            f"{summary.instrument} of {summary.written} episodes this session failed on "
-            f"the instrument's side (above thresholds.instrument_max {summary.instrument_max:g}: "
-            f"{', '.join(f'{k} {v}' for k, v in summary.outcomes.items())}); their cells will be "
-            f"withheld: check the server, then poisson-tasks run --resume {summary.folder} runs "
-            "them again",
-        )
+    for alarm in alarm_lines(summary):
+        _say("error", alarm)
     raise typer.Exit(summary.exit_code)
 
 
@@ -566,6 +578,7 @@ def replay(
     section. Run again with the same --sample and --seed to continue an interrupted replay.
     Exit codes as `run`'s.
     """
+    from poisson_tasks.runner.alarms import alarm_lines
     from poisson_tasks.study import replay_study
 
     _writing.append(run_dir / "replay")
@@ -579,6 +592,8 @@ def replay(
     )
     for line in result.lines():
         typer.echo(line)
+    for alarm in alarm_lines(result.summary):  # as `run` prints them: one `error:` line each
+        _say("error", alarm)
     raise typer.Exit(result.summary.exit_code)
 
 

@@ -42,6 +42,33 @@ def control_format(knob: Knob) -> str:
     return f"{form}{definition.suffix}; a sweep carries {', '.join(definition.controls)}"
 
 
+def _example_level(definition: KnobDef) -> int | None:
+    """A valid level that is not a candidate (twice the top candidate where that is valid, else
+    the first such level), or None when the candidates are every valid level."""
+    top = 2 * max(definition.levels)
+    if definition.level_ok(top):
+        return top
+    spare = (
+        level
+        for lo, hi in definition.valid
+        for level in range(lo, hi + 1)
+        if level not in definition.levels
+    )
+    return next(spare, None)
+
+
+def arms_line(knob: Knob) -> str:
+    """Which levels make an arm: any valid level, not only the candidates, with an example."""
+    definition = KNOB_DEFS[knob]
+    example = _example_level(definition)
+    if example is None:
+        return f"the candidates are every valid level ({definition.valid_text})"
+    return (
+        f"any valid level is an arm, not only the candidates: {definition.valid_text} "
+        f"(e.g. {arm_id(ArmSpec(knob, example))})"
+    )
+
+
 def render_knobs(only: str | None = None) -> str:
     """Every knob (or the one named) as text, ending with the probe's provenance and disclosures."""
     if only is not None and only not in KNOBS:
@@ -54,7 +81,11 @@ def render_knobs(only: str | None = None) -> str:
         lv = levels(knob)
         definition = KNOB_DEFS[knob]
         out.append(f"{knob}: {definition.varies}")
-        out.append(f"  levels   {', '.join(map(str, lv))}   e.g. {arm_id(ArmSpec(knob, lv[1]))}")
+        out.append(
+            f"  levels   {', '.join(map(str, lv))} (the candidates a sweep picks from), "
+            f"e.g. {arm_id(ArmSpec(knob, lv[1]))}"
+        )
+        out.append(f"  arms     {arms_line(knob)}")
         out.append(f"  control  {control_format(knob)}")
         row = status.row(knob)
         if row is None:

@@ -10,6 +10,7 @@ import math
 from statistics import NormalDist
 
 __all__ = [
+    "called_difference",
     "mdd_binomial_worst_case",
     "mdd_worst_case",
     "minimum_detectable_difference",
@@ -63,6 +64,30 @@ def minimum_detectable_difference(
     if attempts < 1:
         raise ValueError("attempts must be >= 1")
     return mdd_worst_case(n_tasks, alpha=alpha, power=power)
+
+
+def called_difference(
+    n_tasks: int,
+    resolution: float,
+    *,
+    var_d: float = 1.0,
+    alpha: float = 0.05,
+    power: float = 0.80,
+) -> float:
+    """Smallest true paired difference the card's call rule makes at `power`.
+
+    A call needs two things: the interval clear of zero, which a difference of the MDD
+    ((z_{1-alpha/2} + z_power) * sqrt(var_d / n)) gets at `power`; and the measured difference at
+    or above the resolution, which a true difference of resolution + z_power * sqrt(var_d / n)
+    gets at `power`. The larger of the two is the answer. So a true difference of exactly the
+    resolution is called about half the time at any size (benchmarks/RESULTS.md's coverage table:
+    0.48 to 0.55 at 60 tasks with 2 or 5 attempts and at 200 tasks): no size guarantees it.
+    """
+    if resolution < 0.0:
+        raise ValueError("resolution must be >= 0")
+    spread = math.sqrt(var_d / n_tasks) if n_tasks >= 1 else math.inf
+    reach = resolution + NormalDist().inv_cdf(power) * spread
+    return max(_mdd(n_tasks, var_d, alpha, power), reach)
 
 
 def tasks_needed(delta: float, var_d: float, alpha: float = 0.05, power: float = 0.80) -> int:

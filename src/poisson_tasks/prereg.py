@@ -60,9 +60,17 @@ from poisson_tasks.credentials import (
 from poisson_tasks.errors import ArmError, PolicyError, PreregistrationError, ToolFileError
 from poisson_tasks.files import NotARegularFile, TooLarge, read_limited
 from poisson_tasks.hashes import engine_hash, generator_hash
+from poisson_tasks.nouns import counted
 from poisson_tasks.owntools import ToolSet, load_tool_file
 from poisson_tasks.policycatalogue import parse_model
-from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_difference, tasks_needed
+from poisson_tasks.resolution import (
+    Resolution,
+    power_warning,
+    reads_line,
+    resolution_line,
+    resolution_of,
+)
+from poisson_tasks.seeding import validate_seed_line
 from poisson_tasks.yamlfile import YamlLimits, YamlRefused, load_json_yaml
 
 FORMAT = "poisson-tasks/preregistration@1"
@@ -349,19 +357,6 @@ def measurement_of(document: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(thresholds, Mapping):
         out["thresholds"] = {k: v for k, v in thresholds.items() if k not in IGNORED_THRESHOLDS}
     return out
-
-
-class Resolution(BaseModel):
-    """What the design can call: the smallest paired difference at 80% power, worst case."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    mdd_any: float = Field(description="worst case for arms of any dependence, Var(d) = 1")
-    mdd_independent: float = Field(description="worst case for independent arms, Var(d) = 0.5")
-    declared: float
-    under_powered: bool
-    tasks_needed_any: int
-    tasks_needed_independent: int
 
 
 class Plan(BaseModel):
@@ -1010,13 +1005,6 @@ def _own_tools(design: Design, source: str | None) -> tuple[ToolSet | None, list
     return tools, []
 
 
-def _mdd_text(mdd: float) -> str:
-    """An MDD as validate prints it: a rate difference cannot exceed 1, so larger reads in words."""
-    if mdd > 1.0:
-        return "above 1: no difference can be resolved at this size"
-    return f"{mdd:.3f}"
-
-
 def _reads(plan: Plan) -> list[str]:
     """What the design can and cannot resolve, in words, from the resolution figures above."""
     resolution = plan.resolution
@@ -1031,44 +1019,14 @@ def _reads(plan: Plan) -> list[str]:
             "no knob has two levels here: nothing is compared, and the card gives each arm's rates "
             "with their intervals only"
         )
-    elif resolution.mdd_any > 1.0:
-        out.append(
-            "no level-to-level difference is guaranteed at this size (the worst-case MDD is above "
-            "1); a pair whose seeds agree closely can still be called, and any other reads "
-            "`cannot tell`, which says the design was too small, not that the levels are alike"
-        )
-    elif resolution.under_powered:
-        out.append(
-            f"a level-to-level difference of {resolution.mdd_any:.3f} or more is called at 80% "
-            f"power however the arms are paired ({resolution.mdd_independent:.3f} or more between "
-            f"independent arms); a smaller one, the declared {resolution.declared:.3f} among "
-            "them, may read `cannot tell`, which says the design was too small, not that the "
-            "levels are alike"
-        )
     else:
-        out.append(
-            f"every level-to-level difference of the declared {resolution.declared:.3f} or more, "
-            "at 80% power however the arms are paired"
-        )
+        out.append(reads_line(resolution))
     if plan.attempts == 1:
         out.append(
             "one attempt per task: pass@k and pass^k beyond k = 1 read n/a, and whether a task's "
             "attempts agree with each other is not seen"
         )
     return out
-
-
-def resolution_of(tasks: int, attempts: int, declared: float) -> Resolution:
-    """The design's resolution: MDD at alpha 0.05 and 80% power under worst-case variance."""
-    mdd_any = minimum_detectable_difference(tasks, attempts)
-    return Resolution(
-        mdd_any=mdd_any,
-        mdd_independent=mdd_binomial_worst_case(tasks),
-        declared=declared,
-        under_powered=mdd_any > declared + 1e-12,
-        tasks_needed_any=tasks_needed(declared, 1.0),
-        tasks_needed_independent=tasks_needed(declared, 0.5),
-    )
 
 
 # The fields whose schema type is a date: a Python caller may give a datetime.date there (its JSON
@@ -1345,25 +1303,19 @@ def describe_plan(plan: Plan) -> str:
         f"  arms         {len(plan.arms)}: {', '.join(plan.arms)}",
         f"  seeds        {len(plan.seeds)} from {pr.design.seed_string!r}, "
         f"seed_list_hash {plan.seed_list_hash}",
-        f"  episodes     {plan.episodes} ({len(plan.arms)} arms x {len(plan.seeds)} tasks x "
-        f"{plan.attempts} attempts)",
+        f"  episodes     {plan.episodes} ({counted(len(plan.arms), 'arm')} x "
+        f"{counted(len(plan.seeds), 'task')} x {counted(plan.attempts, 'attempt')})",
         f"  horizon      {plan.horizon} (slack {pr.design.slack}); turn limit "
         f"{pr.design.turn_limit}",
-        f"  resolution   MDD {_mdd_text(resolution.mdd_any)} for arms of any dependence, "
-        f"{_mdd_text(resolution.mdd_independent)} for independent arms (alpha 0.05, 80% power, "
-        f"worst-case variance); declared {resolution.declared:.3f}, which "
-        f"{resolution.tasks_needed_any} tasks per arm resolve "
-        f"({resolution.tasks_needed_independent} for independent arms)",
+        f"  resolution   {resolution_line(resolution)}",
     ]
-    if resolution.under_powered:
-        lines.append(
-            f"  warning: under-powered: the worst-case MDD {_mdd_text(resolution.mdd_any)} is "
-            f"above the declared resolution {resolution.declared:.3f}; "
-            f"{resolution.tasks_needed_any} tasks per arm guarantee it "
-            f"({resolution.tasks_needed_independent} for independent arms). Pairs with less "
-            "variance can still be called."
-        )
+    warning = power_warning(resolution)
+    if warning is not None:
+        lines.append(f"  warning: {warning}")
     lines += [f"  reads        {line}" for line in _reads(plan)]
+    lines.append(
+        f"  seed         {validate_seed_line(pr.model.provider, pr.decoding.seed == 'derived')}"
+    )
     budget = pr.budget
     lines.append(
         f"  budget       {budget.tokens:,} tokens, {budget.wall_clock_s:g} s per session, "

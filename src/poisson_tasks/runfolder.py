@@ -44,10 +44,17 @@ import json
 import os
 from array import array
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from poisson_tasks.arms import ArmSpec, parse_arm_id
 from poisson_tasks.errors import ArmError, RunFolderError
@@ -65,6 +72,18 @@ CARD_DIR = "card"  # the folder inside a run folder that holds its card (card.js
 HEADER_MAX_BYTES = 64 << 20
 LINE_MAX_BYTES = 256 << 20
 FORMAT = "poisson-tasks/run-folder@1"
+# An episode line's key for its uncached input tokens, then the key lines written before the field
+# was named for what it holds (the published records among them) used for the same figure.
+USAGE_UNCACHED_KEYS = ("uncached_input_tokens", "prompt_tokens")
+
+
+def uncached_input(usage: dict[str, Any]) -> Any:
+    """An episode line's uncached input tokens from its raw `usage` object, under either key."""
+    for key in USAGE_UNCACHED_KEYS:
+        if key in usage:
+            return usage[key]
+    return None
+
 
 StopReason = Literal[
     "complete",
@@ -75,14 +94,34 @@ StopReason = Literal[
     "interrupted",
     "running",
 ]
+# How a session ended, as a sentence reads it after "the session" (the card's summary line).
+STOP_WORDS: dict[str, str] = {
+    "complete": "ran every planned episode",
+    "token_budget": "stopped at its token budget",
+    "wall_clock": "stopped at its wall-clock limit",
+    "dollar_budget": "stopped at its dollar budget",
+    "out_of_credit": "stopped when the provider reported no credit left",
+    "interrupted": "was interrupted (stopped or killed) before it finished",
+    "running": "was still running when the folder was read, or was killed",
+}
+
+
+def stop_words(reason: str | None) -> str:
+    """How a session ended, in words; a reason this build does not know is quoted as it is."""
+    if reason is None:
+        return "is not recorded (the folder has no session)"
+    return STOP_WORDS.get(reason, f"stopped ({reason})")
 
 
 class Usage(BaseModel):
     """Tokens as the provider reported them, or counted where it reported none.
 
-    prompt_tokens is the uncached input (the provider's prompt tokens less the cached ones),
-    cached_input_tokens the cached input, completion_tokens already holds the reasoning tokens:
-    an episode's tokens are prompt + cached input + completion. A response without `usage` is
+    uncached_input_tokens is the input the provider did not serve from its cache (its
+    prompt_tokens less the cached ones; the raw usage beside it in the transcript keeps the
+    provider's own prompt_tokens, cached tokens included), cached_input_tokens the cached input,
+    completion_tokens already holds the reasoning tokens: an episode's tokens are uncached input
+    + cached input + completion. A line written before the field had its name reads its old
+    key, `prompt_tokens`, as uncached input (USAGE_UNCACHED_KEYS). A response without `usage` is
     counted with the pinned tokenizer (the request as sent, the reply's text and calls), and
     estimated_tokens says how many of the episode's tokens were so counted (None: none were).
 
@@ -95,7 +134,9 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    prompt_tokens: int | None = None
+    uncached_input_tokens: int | None = Field(
+        default=None, validation_alias=AliasChoices(*USAGE_UNCACHED_KEYS)
+    )
     cached_input_tokens: int | None = None
     completion_tokens: int | None = None
     reasoning_tokens: int | None = None
@@ -187,6 +228,13 @@ class OwnToolsRecord(BaseModel):
     contrasts: int
     changed: list[dict[str, Any]] = Field(default_factory=list)
     not_held: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def file_name(self) -> str:
+        """The tool file's name as a card prints it: `file` is the path the pre-registration
+        gave, relative to that document (`../examples/tools.json`), which means nothing beside
+        the card; the sha256 says which file it was."""
+        return PurePosixPath(self.file.replace("\\", "/")).name or self.file
 
 
 class ShardRecord(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ if CHROMIUM is None or DRIVER is None:
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from view_runs import small_run  # noqa: E402
 
 from poisson_tasks.calibration.published import rebuild_published  # noqa: E402
+from poisson_tasks.glossary import lookup  # noqa: E402
 from poisson_tasks.view import write_view  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -161,6 +164,44 @@ def test_the_published_noisy_report(driver: webdriver.Chrome, noisy: Path) -> No
     sides = driver.find_elements(By.CSS_SELECTOR, "[data-role=pair-attempts] > div")
     assert len(sides) == 2 and all(s.find_elements(By.CSS_SELECTOR, ".attempt") for s in sides)
     _shot(driver, "6-paired")
+    # issue 34 item 5: no literal backtick and no count with the wrong noun anywhere on the page;
+    # depth:d1 beside depth:d2 at a seed, where an attempt makes a single call
+    text = driver.execute_script("return document.body.innerText")
+    seed = driver.execute_script(
+        "return JSON.parse(document.getElementById('meta').textContent).seeds[0]"
+    )
+    driver.execute_script(
+        "location.hash = '/?view=pair&pair=' + encodeURIComponent('depth:d1|depth:d2')"
+        " + '&seed=' + arguments[0]",
+        seed,
+    )
+    _wait(driver, "[data-role=pair-attempts] .attempt")
+    single = driver.find_element(By.CSS_SELECTOR, "[data-role=pair-attempts]").text
+    assert " · 1 call · " in single, single
+    for shown in (text, single):
+        assert "`" not in shown
+        assert not re.search(r"\b1 (calls|episodes|tools|retries|attempts)\b", shown)
+    _quiet(driver, url)
+
+
+def test_a_terms_definition_shows_on_hover(driver: webdriver.Chrome, noisy: Path) -> None:
+    """Issue 34 item 5: a card's term shows its glossary definition when the pointer rests on it."""
+    url = _open(driver, noisy)
+    churn = next(
+        e
+        for e in driver.find_elements(By.CSS_SELECTOR, "#knob-depth th .term")
+        if e.text == "churn"
+    )
+    after = "return getComputedStyle(arguments[0], '::after').content"
+    assert driver.execute_script(after, churn) in ("none", "normal", '""')
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", churn)
+    ActionChains(driver).move_to_element(churn).perform()
+    term = lookup("churn")
+    assert term is not None
+    WebDriverWait(driver, 10).until(lambda c: term.definition in c.execute_script(after, churn))
+    _shot(driver, "8-glossary-hover")
+    glossary = driver.find_element(By.ID, "glossary").text
+    assert "churn" in glossary and term.definition in glossary
     _quiet(driver, url)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -128,7 +129,9 @@ class Totals(_Frozen):
     """Token totals and dollars over every episode line (instrument failures cost money too)."""
 
     episodes: int
-    prompt_tokens: int | None
+    uncached_input_tokens: int | None = Field(
+        validation_alias=AliasChoices("uncached_input_tokens", "prompt_tokens")
+    )  # a card.json written before the field was named for what it holds says `prompt_tokens`
     cached_input_tokens: int | None
     completion_tokens: int | None
     reasoning_tokens: int | None
@@ -254,8 +257,11 @@ class Claim(_Frozen):
 
 
 class Statements(_Frozen):
-    """The two closing texts, and the depth reading note when the top depth level is present."""
+    """The card's one opening sentence (what it can and cannot tell), the two closing texts, and
+    the depth reading note when the top depth level is present. A card.json written before the
+    opening sentence existed reads with it empty."""
 
+    can_tell: str = ""
     what_it_is: str
     does_not_claim: list[Claim]
     depth_note: str | None
@@ -373,6 +379,11 @@ class Reproducibility(_Frozen):
     sample: int
     seed: int
     rule: str
+    seeds: str = Field(
+        default="",
+        description="what the run and its replay sent as sampling seeds (seeding.py); empty on a "
+        "card.json written before it was recorded",
+    )
     scored_in_run: int
     replayed: int
     not_yet_replayed: int

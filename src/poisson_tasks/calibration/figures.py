@@ -146,7 +146,7 @@ def totals(tally: TotalsTally, rates: RecordedRates | None) -> Totals:
     reported = tally.costs
     return Totals(
         episodes=tally.episodes,
-        prompt_tokens=prompt,
+        uncached_input_tokens=prompt,
         cached_input_tokens=cached,
         completion_tokens=completion,
         reasoning_tokens=reasoning,

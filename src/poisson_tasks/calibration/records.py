@@ -1,8 +1,9 @@
 """Per-episode records: a finished run folder read into typed rows a card is computed from.
 
-One record per episode line. Tokens follow the run folder's convention: `prompt_tokens` is the
-uncached input, `cached_input_tokens` the cached input, and `completion_tokens` already holds the
-reasoning tokens, so an episode's tokens are prompt + cached input + completion and nothing else.
+One record per episode line. Tokens follow the run folder's convention: `uncached_input_tokens`
+is the uncached input (a line written before the field was named so has it as `prompt_tokens`),
+`cached_input_tokens` the cached input, and `completion_tokens` already holds the reasoning
+tokens, so an episode's tokens are uncached input + cached input + completion and nothing else.
 
 Reading is one streamed pass (RecordStream): each complete line is hashed as it is read, parsed
 with orjson, and only the fields a card reads are kept (the transcript is parsed but dropped). A
@@ -30,12 +31,14 @@ from poisson_tasks.files import lines_limited, open_regular, os_problem
 from poisson_tasks.runfolder import (
     EPISODES,
     LINE_MAX_BYTES,
+    USAGE_UNCACHED_KEYS,
     EpisodeLine,
     PlanSlots,
     RunHeader,
     Timing,
     Usage,
     read_header,
+    uncached_input,
 )
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES, Outcome
 
@@ -88,7 +91,7 @@ class EpisodeRow:
     tool_calls: int
     model_calls: int
     min_calls: int
-    prompt_tokens: int | None
+    uncached_input_tokens: int | None
     cached_input_tokens: int | None
     completion_tokens: int | None
     reasoning_tokens: int | None
@@ -108,8 +111,11 @@ class EpisodeRow:
 
     @property
     def tokens(self) -> int | None:
-        """Prompt + cached input + completion; None unless prompt and completion were reported."""
-        return episode_tokens(self.prompt_tokens, self.cached_input_tokens, self.completion_tokens)
+        """Uncached + cached input + completion; None unless uncached input and completion were
+        reported."""
+        return episode_tokens(
+            self.uncached_input_tokens, self.cached_input_tokens, self.completion_tokens
+        )
 
     @property
     def no_tool_call(self) -> bool:
@@ -226,7 +232,7 @@ LINE_TYPES: dict[str, frozenset[type]] = {
 }
 USAGE_TYPES: dict[str, frozenset[type]] = {
     name: frozenset({float if name == "provider_cost_usd" else int, _NONE})
-    for name in Usage.model_fields
+    for name in (*Usage.model_fields, *USAGE_UNCACHED_KEYS)
 }
 TIMING_TYPES: dict[str, frozenset[type]] = {
     name: frozenset({float, _NONE}) for name in Timing.model_fields
@@ -386,7 +392,7 @@ class _Plan(PlanSlots):
             tool_calls=doc["tool_calls"],
             model_calls=doc["model_calls"],
             min_calls=doc["min_calls"],
-            prompt_tokens=usage.get("prompt_tokens"),
+            uncached_input_tokens=uncached_input(usage),
             cached_input_tokens=usage.get("cached_input_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             reasoning_tokens=usage.get("reasoning_tokens"),

@@ -29,9 +29,12 @@ from poisson_tasks.calibration.artifact import (
 from poisson_tasks.calibration.comparisons import ordering_reading
 from poisson_tasks.calibration.provenance import Provenance, ServingInfo
 from poisson_tasks.calibration.statements import stale_text
+from poisson_tasks.glossary import POINTER
 from poisson_tasks.hashes import describe_environment_hash
 from poisson_tasks.local.facts import LlamaCppFacts
+from poisson_tasks.nouns import counted, noun
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder import stop_words
 from poisson_tasks.servingpin import N10_FIELDS
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES
 
@@ -43,6 +46,7 @@ FEW_EVENTS_NOTE = "few events: interval wide"
 __all__ = [
     "level_columns",
     "percent",
+    "render_costs",
     "render_document",
     "render_knob",
     "reproducibility_lines",
@@ -405,7 +409,9 @@ def _concurrency(provenance: Provenance) -> str:
     if len(per_session) > 1:
         return f"{', '.join(map(str, per_session))} episodes in flight at once{where}, by session"
     value = per_session[0] if per_session else provenance.concurrency
-    return NOT_RECORDED if value is None else f"{value} episodes in flight at once{where}"
+    if value is None:
+        return NOT_RECORDED
+    return f"{counted(value, 'episode')} in flight at once{where}"
 
 
 def _shard_lines(provenance: Provenance) -> list[str]:
@@ -423,7 +429,7 @@ def _shard_lines(provenance: Provenance) -> list[str]:
         else "shares differ by shard"
     )
     shards = "; ".join(
-        f"#{s.index} {s.folder}: {s.episodes} episodes, {s.tokens:,} tokens, sessions "
+        f"#{s.index} {s.folder}: {counted(s.episodes, 'episode')}, {s.tokens:,} tokens, sessions "
         + ", ".join(f"#{i}" for i in s.sessions)
         for s in merged.shards
     )
@@ -547,13 +553,13 @@ def _cost_sections(artifact: Artifact) -> list[str]:
             "not reported"
             if totals.provider_usd is None
             else f"{_usd(totals.provider_usd, NOT_RECORDED)} "
-            f"({totals.provider_usd_episodes} episodes)"
+            f"({counted(totals.provider_usd_episodes, 'episode')})"
         )
         rows.append(
             [
                 label,
                 str(totals.episodes),
-                _num(totals.prompt_tokens),
+                _num(totals.uncached_input_tokens),
                 _num(totals.cached_input_tokens),
                 _num(totals.completion_tokens),
                 _num(totals.reasoning_tokens),
@@ -577,6 +583,12 @@ def _cost_sections(artifact: Artifact) -> list[str]:
         rows,
     )
     return out
+
+
+def render_costs(artifact: Artifact) -> str:
+    """The card's three cost sections as markdown: what `poisson-tasks view` shows as its cost
+    tables, so the page's labels and figures are the card's own."""
+    return "\n".join(_cost_sections(artifact)).lstrip("\n") + "\n"
 
 
 def _mapping(mapping: dict[str, Any]) -> str:
@@ -605,9 +617,9 @@ def _llamacpp_lines(facts: LlamaCppFacts) -> list[str]:
     """What a llama.cpp server reported about itself and the file it serves (self-served)."""
     server = f" ({_plain(facts.server)})" if facts.server else ""
     threads = (
-        f"{facts.threads} thread(s)" if facts.threads is not None else f"threads {NOT_RECORDED}"
+        counted(facts.threads, "thread") if facts.threads is not None else f"threads {NOT_RECORDED}"
     )
-    slots = f"{facts.slots} slot(s)" if facts.slots is not None else f"slots {NOT_RECORDED}"
+    slots = counted(facts.slots, "slot") if facts.slots is not None else f"slots {NOT_RECORDED}"
     sha = f"`{facts.model_sha256}`" if facts.model_sha256 else NOT_RECORDED
     tools = {True: "lists tools", False: "lists no tools", None: "tool support not reported"}
     return [
@@ -735,17 +747,17 @@ def _observed_lines(observed: ServingObserved | None) -> list[str]:
             else ""
         )
     else:
-        fps = f"null (none of {observed.responses} responses carried one)"
+        fps = f"null (none of {counted(observed.responses, 'response')} carried one)"
     share = f"{observed.estimated_share:.1%}" if observed.estimated_share is not None else "-"
     overflow = (
-        f"{observed.context_overflow} episodes ("
+        f"{counted(observed.context_overflow, 'episode')} ("
         + ", ".join(f"`{a}` {n}" for a, n in observed.context_overflow_by_arm.items())
         + "), scored turn_limit and kept in the denominator"
         if observed.context_overflow
         else "0 episodes"
     )
     return [
-        f"- system_fingerprint over {observed.responses} responses: {fps}",
+        f"- system_fingerprint over {counted(observed.responses, 'response')}: {fps}",
         "- tokens estimated with the pinned tokenizer (counts a response did not report, or "
         f"reported as no count): "
         f"{observed.estimated_tokens:,} ({share} of all tokens)",
@@ -781,10 +793,10 @@ def _n13_contrast(contrast: FirstRequestContrast) -> str:
     if contrast.held is None:
         return "no seed on which every arm was counted"
     if contrast.held:
-        return f"held on {contrast.held_seeds} of {contrast.seeds} seeds"
+        return f"held on {contrast.held_seeds} of {counted(contrast.seeds, 'seed')}"
     offsets = ", ".join(f"`{a}` {o:+d}" for a, o in contrast.widest_offsets.items())
     return (
-        f"not held on {contrast.seeds - contrast.held_seeds} of {contrast.seeds} seeds: "
+        f"not held on {contrast.seeds - contrast.held_seeds} of {counted(contrast.seeds, 'seed')}: "
         f"server less pinned spreads up to {contrast.widest} tokens across the arms "
         f"(seed {contrast.widest_seed}: {offsets})"
     )
@@ -865,16 +877,22 @@ def reproducibility_lines(rep: Reproducibility | None, confidence: float) -> lis
     if rep is None:
         return [*out, NOT_REPLAYED]
     out.append(
-        f"A replay ran {rep.sample} of the run's {rep.scored_in_run} scored slots again, drawn "
+        f"A replay ran {rep.sample} of the run's {rep.scored_in_run} scored "
+        f"{noun(rep.scored_in_run, 'slot')} again, drawn "
         f"across arms with seed {rep.seed} (rule `{rep.rule}`), against the run's endpoint with "
-        f"its decoding and per-attempt seeds: {rep.replayed} replayed, {rep.not_yet_replayed} "
-        "not yet."
+        f"its decoding and {rep.seeds or 'per-attempt seeds'}: {rep.replayed} replayed, "
+        f"{rep.not_yet_replayed} not yet."
     )
     if rep.replayed:
         level = percent(confidence)
         out += [""]
         out += _table(
-            (f"of {rep.replayed} replayed episodes", "count", "share", f"{level} interval"),
+            (
+                f"of {rep.replayed} replayed {noun(rep.replayed, 'episode')}",
+                "count",
+                "share",
+                f"{level} interval",
+            ),
             [
                 _replay_row("identical transcript", rep.identical_transcript),
                 _replay_row("same tool calls", rep.same_tool_calls),
@@ -896,7 +914,7 @@ def reproducibility_lines(rep: Reproducibility | None, confidence: float) -> lis
             "cluster, as the card's rates do",
             f"- where the first difference appeared: {firsts}",
             f"- strict pass flipped: {rep.pass_flips} of the {rep.different_verdict.count} "
-            "different verdicts",
+            f"different {noun(rep.different_verdict.count, 'verdict')}",
             f"- verdict flips {rep.different_verdict.share:.3f} beside the smallest difference the "
             f"design calls distinguishable, {rep.resolution:g}: {rep.reading}",
         ]
@@ -921,8 +939,9 @@ def _provenance_section(artifact: Artifact) -> list[str]:
     provenance = artifact.provenance
     sessions = (
         "; ".join(
-            f"#{s.index} {s.started_at} to {s.ended_at or 'not recorded'}, {s.episodes_written} "
-            f"episodes, stopped: {s.stop_reason}" + (f" ({_plain(s.detail)})" if s.detail else "")
+            f"#{s.index} {s.started_at} to {s.ended_at or 'not recorded'}, "
+            f"{counted(s.episodes_written, 'episode')}, stopped: {s.stop_reason}"
+            + (f" ({_plain(s.detail)})" if s.detail else "")
             for s in provenance.sessions
         )
         or NOT_RECORDED
@@ -972,7 +991,8 @@ def _provenance_section(artifact: Artifact) -> list[str]:
         lines.append(f"- thresholds the run declared: {_thresholds(provenance.thresholds)}")
     if provenance.own_tools is not None:
         lines.append(
-            f"- own tools: {len(provenance.own_tools.names)} from {provenance.own_tools.file}, "
+            f"- own tools: {len(provenance.own_tools.names)} from "
+            f"{_plain(provenance.own_tools.file_name)}, "
             "sha256 "
             f"`{provenance.own_tools.sha256}`, in place of the read tools"
         )
@@ -989,10 +1009,10 @@ def _summary(artifact: Artifact) -> list[str]:
     failed = sum(c.instrument.count for c in cells)
     provenance = artifact.provenance
     lines = [
-        f"{len(cells)} arms × {len(provenance.seeds)} tasks × {provenance.attempts} attempts: "
-        f"{planned} episodes planned, {episodes} written, {scored} scored, {failed} failed on "
-        "the instrument's side. The run's last session stopped with "
-        f"{provenance.stop_reason or 'no session recorded'}.",
+        f"{counted(len(cells), 'arm')} × {counted(len(provenance.seeds), 'task')} × "
+        f"{counted(provenance.attempts, 'attempt')}: {counted(planned, 'episode')} planned, "
+        f"{episodes} written, {scored} scored, {failed} failed on the instrument's side. The "
+        f"run's last session {stop_words(provenance.stop_reason)}.",
     ]
     peak = artifact.no_call_peak
     if peak is not None:
@@ -1044,6 +1064,8 @@ def render_document(artifact: Artifact) -> str:
     banner = _banner(artifact)
     if banner:
         out += [*banner, ""]
+    if artifact.statements.can_tell:  # a card.json written before the sentence has none
+        out += [f"**What this card can tell.** {artifact.statements.can_tell}", "", POINTER, ""]
     out += _summary(artifact)
     for table in artifact.knobs:
         out += _knob_section(artifact, table)

@@ -25,6 +25,7 @@ from poisson_tasks.calibration.intervals import rate_interval
 from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import HEADER, REPLAY, RunHeader, read_header
+from poisson_tasks.seeding import replay_seed_phrase
 from poisson_tasks.servingpin import N10_FIELDS, ServingFacts, compare_serving, session_facts
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
@@ -76,8 +77,21 @@ def same_messages(first: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
     return _canonical(_messages(first)) == _canonical(_messages(other))
 
 
+def _opening(doc: Mapping[str, Any]) -> int:
+    """How many messages the episode opened with (system, user, and on a control or history arm
+    the seeded calls and answers): its first request's size, as the transcript records it."""
+    transcript = doc.get("transcript") or {}
+    opening = transcript.get("opening_messages")
+    if not isinstance(opening, int):
+        sizes = transcript.get("request_messages") or [0]
+        opening = sizes[0] if isinstance(sizes[0], int) else 0
+    return max(0, opening)
+
+
 def _replies(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in _messages(doc) if m.get("role") == "assistant"]
+    """The model's own replies: the assistant messages after the opening ones (a seeded history's
+    assistant turns are the task's, not model calls)."""
+    return [m for m in _messages(doc)[_opening(doc) :] if m.get("role") == "assistant"]
 
 
 def first_difference(first: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[int, Kind] | None:
@@ -234,10 +248,14 @@ class ReplaySide:
             else empty
         )
         firsts = Counter(pair.first for _, pair in ordered if pair.first is not None)
+        decoding, model = (run.preregistration.get(k) for k in ("decoding", "model"))
+        provider = model.get("provider") if isinstance(model, dict) else None
+        derived = isinstance(decoding, dict) and decoding.get("seed") == "derived"
         return Reproducibility(
             sample=record.sample,
             seed=record.seed,
             rule=record.rule,
+            seeds=replay_seed_phrase(provider, derived),
             scored_in_run=record.scored,
             replayed=len(ordered),
             not_yet_replayed=record.sample - len(ordered),

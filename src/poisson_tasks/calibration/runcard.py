@@ -6,6 +6,7 @@ imports it lazily so that reading and rendering cards does not load the endpoint
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +37,18 @@ def run_study(
     run_dir: str | Path | None = None,
     *,
     show_progress: bool | None = None,
+    on_run: Callable[[RunSummary], None] | None = None,
 ) -> StudyResult:
-    """Run a pre-registered study into a new folder and build its card (refusals raise CardRefusal)."""
+    """Run a pre-registered study into a new folder and build its card (refusals raise CardRefusal).
+
+    `on_run` receives the run's summary once the run is over and before the card is built, so a
+    caller can report the run even when its card is then refused.
+    """
     plan = prereg if isinstance(prereg, Plan) else load_preregistration(prereg)
     folder = Path(run_dir) if run_dir is not None else default_run_folder(plan)
     summary = run_preregistration(plan, folder, show_progress=show_progress)
+    if on_run is not None:
+        on_run(summary)
     return StudyResult(folder=folder, summary=summary, artifact=card_from_run(folder))
 
 
@@ -51,15 +59,16 @@ def card_study(
     *,
     plot: bool = False,
     show_progress: bool | None = None,
+    on_run: Callable[[RunSummary], None] | None = None,
 ) -> tuple[StudyResult, CardFiles]:
     """`card PREREG`: run the study into a new folder, then write its card where `card RUN` writes
     a run's card (RUN_DIR/card/, and `out` when given). `out` is checked before the run starts: a
-    run that would end with its card refused a place is not run."""
+    run that would end with its card refused a place is not run. `on_run` as in run_study."""
     plan = prereg if isinstance(prereg, Plan) else load_preregistration(prereg)
     folder = Path(run_dir) if run_dir is not None else default_run_folder(plan)
     if out is not None:
         check_card_folder(Path(out), folder)  # a new run has no card: any card there is another's
-    result = run_study(plan, folder, show_progress=show_progress)
+    result = run_study(plan, folder, show_progress=show_progress, on_run=on_run)
     return result, write_run_card(result.artifact, folder, out, plot=plot)
 
 

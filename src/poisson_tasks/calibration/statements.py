@@ -12,7 +12,10 @@ from poisson_tasks.arms import levels
 from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, PublishedFacts, Statements
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
+from poisson_tasks.nouns import counted, noun
+from poisson_tasks.power import called_difference, mdd_worst_case
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder import stop_words
 
 PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
 TOP_DEPTH = max(levels("depth"))
@@ -21,6 +24,7 @@ __all__ = [
     "PUBLISHED_DESIGN_TASKS",
     "TOP_DEPTH",
     "build_statements",
+    "can_tell",
     "served_phrase",
     "stale_hashes",
     "stale_text",
@@ -90,8 +94,10 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
     else:
         who = f"This card is the record of `{provenance.model}`, served {served_phrase(provenance)}"
     return (
-        f"{who}, on {len(provenance.seeds)} generated tasks per level with {provenance.attempts} "
-        f"attempts at each: {episodes} episodes over {len(cells)} arms, {scored} of them scored. "
+        f"{who}, on {len(provenance.seeds)} generated {noun(len(provenance.seeds), 'task')} per "
+        f"level with {counted(provenance.attempts, 'attempt')} at each: "
+        f"{counted(episodes, 'episode')} over {counted(len(cells), 'arm')}, {scored} of them "
+        "scored. "
         "A level's pass@1 is the average of its tasks' own pass rates, so each task counts once, "
         f"and its {pct} interval is an Agresti-Coull interval on the effective number of attempts "
         "(attempts at one task move together, so they count for less than independent ones), "
@@ -102,6 +108,46 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
         "the same level; otherwise the card says the difference is too small for this design "
         "to call. An interval marked few events rests on fewer than 15 passes or 15 failures and "
         "is wide."
+    )
+
+
+def can_tell(
+    provenance: Provenance,
+    cells: Sequence[Cell],
+    knobs: Sequence[KnobTable],
+    th: Thresholds,
+) -> str:
+    """The card's opening sentence: how finely it reads a level's rate, and the smallest
+    difference between neighbouring levels its size calls at 80% power even in the worst case
+    (power.called_difference at the card's own confidence), or that it compares none."""
+    widths = [
+        figure.high - figure.low
+        for cell in cells
+        if cell.published
+        for figure in (cell.strict, cell.leaky)
+        if figure is not None
+    ]
+    within = "within the interval beside it" + (
+        f" (at most {max(widths):.2f} wide here)" if widths else ""
+    )
+    head = f"It tells each level's pass rate {within}"
+    if not any(len(table.levels) > 1 for table in knobs):
+        return f"{head}; it has one level of each knob, so it compares no levels."
+    tasks = len(provenance.seeds)
+    alpha = 1.0 - th.confidence
+    per_level = f"{counted(tasks, 'task')} per level"
+    if mdd_worst_case(tasks, alpha=alpha) > 1.0:
+        return (
+            f"{head}; with {per_level} no difference between neighbouring levels is sure to be "
+            "called however large, and one is called only when the levels' tasks agree closely, "
+            "so a pair that reads too small to call may still differ a great deal."
+        )
+    called = called_difference(tasks, th.resolution, alpha=alpha)
+    return (
+        f"{head}, and with {per_level} it calls a difference of {called:.2f} or more between "
+        "neighbouring levels at 80% power even in the worst case; it cannot tell a smaller "
+        "difference from none unless the levels' tasks agree closely, and it calls none "
+        f"measured below {th.resolution:g}."
     )
 
 
@@ -167,7 +213,8 @@ def _claims(
             Claim(
                 key="fewer_tasks",
                 text=(
-                    f"It has {tasks} tasks per level, fewer than the {PUBLISHED_DESIGN_TASKS} of the "
+                    f"It has {counted(tasks, 'task')} per level, fewer than the "
+                    f"{PUBLISHED_DESIGN_TASKS} of the "
                     "published design, so its intervals are wide and most neighbouring levels will "
                     "read too small to call. That is the resolution of this design, not evidence "
                     "that the levels are alike."
@@ -274,14 +321,14 @@ def _claims(
         )
     incomplete = [c for c in cells if c.incomplete]
     if incomplete:
-        reason = provenance.stop_reason or "no session recorded"
         out.append(
             Claim(
                 key="incomplete",
                 text=(
-                    f"{_arms_text(incomplete)} hold fewer episodes than planned (the run's last "
-                    f"session stopped with {reason}); their figures come from the smaller sample and "
-                    "do not stand for full cells."
+                    f"{_arms_text(incomplete)} {'holds' if len(incomplete) == 1 else 'hold'} "
+                    "fewer episodes than planned (the run's last "
+                    f"session {stop_words(provenance.stop_reason)}); their figures come from the "
+                    "smaller sample and do not stand for full cells."
                 ),
             )
         )
@@ -321,8 +368,8 @@ def own_tools_claims(provenance: Provenance) -> list[Claim]:
         Claim(
             key="own_tools",
             text=(
-                f"The tool block holds the user's own {len(own.names)} tools from {own.file} "
-                f"(sha256 {own.sha256[:16]}) in place of the generated read tools. They are the "
+                f"The tool block holds the user's own {counted(len(own.names), 'tool')} from "
+                f"{own.file_name} (sha256 {own.sha256[:16]}) in place of the generated read tools. They are the "
                 "user's, not written for these tasks; a call to one is answered as a read and "
                 "changes no record."
             ),
@@ -350,6 +397,7 @@ def build_statements(
     """The two closing texts and, when d8 is on the card, the depth reading note."""
     has_top_depth = any(c.knob == "depth" and c.level == TOP_DEPTH and not c.control for c in cells)
     return Statements(
+        can_tell=can_tell(provenance, cells, knobs, thresholds),
         what_it_is=_what_it_is(kind, provenance, cells, thresholds),
         does_not_claim=_claims(kind, provenance, cells, knobs, installed, published, thresholds),
         depth_note=DEPTH_NOTE if has_top_depth else None,

@@ -40,7 +40,7 @@ class TotalsTally:
 
     def add(self, row: EpisodeRow) -> None:
         self.episodes += 1
-        value = row.prompt_tokens
+        value = row.uncached_input_tokens
         if value is not None:
             self.prompt = value if self.prompt is None else self.prompt + value
         value = row.cached_input_tokens

@@ -11,7 +11,8 @@ from importlib import resources
 PORT = 0  # 0: the operating system picks a free port, which the printed URL names
 THREADS = 1
 N_CTX = 8192
-TEMPLATE = "chatml-tools"
+AUTO = "auto"  # --template auto: chosen from the GGUF's metadata (local.choice)
+TEMPLATE = AUTO
 EMBEDDED = "embedded"  # --template embedded: the chat template inside the GGUF
 TEMPLATE_SUFFIX = ".jinja"
 

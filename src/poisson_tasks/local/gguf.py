@@ -2,7 +2,7 @@
 
 A GGUF file opens with a header (magic `GGUF`, version, tensor count, key-value count) and its
 metadata as typed key-value pairs (ggml's gguf format, versions 2 and 3, little-endian). Only the
-metadata is read, never the tensors: the model's architecture and name, its own chat template
+metadata is read, never the tensors: the model's architecture, name and base name, its own chat template
 (`tokenizer.chat_template`, absent from many files) and its vocabulary (`tokenizer.ggml.tokens`),
 which says whether a chat template's turn markers are tokens this model knows.
 """
@@ -20,6 +20,7 @@ MAGIC = b"GGUF"
 VERSIONS = (2, 3)
 ARCHITECTURE = "general.architecture"
 NAME = "general.name"
+BASENAME = "general.basename"
 CHAT_TEMPLATE = "tokenizer.chat_template"
 TOKENS = "tokenizer.ggml.tokens"
 
@@ -38,6 +39,7 @@ class GgufMetadata:
     name: str | None
     chat_template: str | None
     tokens: frozenset[str]
+    basename: str | None = None
 
 
 class _Truncated(Exception):
@@ -119,8 +121,8 @@ def _value(reader: _Reader, kind: int, keep: bool) -> object:
 
 
 def read_gguf_metadata(path: Path) -> GgufMetadata:
-    """The architecture, name, chat template and vocabulary of a GGUF file, from its metadata."""
-    wanted = {ARCHITECTURE, NAME, CHAT_TEMPLATE, TOKENS}
+    """The architecture, names, chat template and vocabulary of a GGUF file, from its metadata."""
+    wanted = {ARCHITECTURE, NAME, BASENAME, CHAT_TEMPLATE, TOKENS}
     found: dict[str, object] = {}
     fix = "give the path of a .gguf model file"
     try:
@@ -161,6 +163,7 @@ def read_gguf_metadata(path: Path) -> GgufMetadata:
         tokens=frozenset(t for t in tokens if isinstance(t, str))
         if isinstance(tokens, list)
         else frozenset(),
+        basename=_text(found.get(BASENAME)),
     )
 
 

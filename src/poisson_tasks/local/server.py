@@ -2,16 +2,22 @@
 
 Order of work, each refusal before the next step costs anything:
 
-1. before the model loads: check the file; load the chat template and refuse one that renders no
-   tool section or writes no tool call into an assistant turn; read the GGUF's metadata
-   (local.gguf) and refuse `embedded` when the GGUF has no template, or warn in one line when it
-   names another family than the template is written for;
+1. before the model loads: check the file; with `--template auto` (the default) read the GGUF's
+   metadata first and choose the template from it (local.choice, with the reason); load the chat
+   template and refuse one that renders no tool section or writes no tool call into an assistant
+   turn; with a template given, read the metadata (local.gguf) after, and warn in one line when
+   it points to another shipped template, or names another family than the template is written
+   for; refuse `embedded` when the GGUF has no template;
 2. start the server (model load; the absolute path, so the path /props reports names the file
    wherever a runner starts) and wait for `/health`;
 3. through the server: render the probe conversation (`/apply-template`) and refuse if the tool is
    not in it; then hand it the template's own text for one probe call as a finished reply
-   (verify_parsed_call: STARTUP_REQUESTS completion request, no token generated) and refuse unless
+   (verify_parsed_call: one completion request, no token generated) and refuse unless
    llama.cpp parses it back into that tool call, reading the chat format it reports (`/slots`);
+   then ask the loaded model itself, once, at temperature 0, for one call to the probe tool
+   (probe_tool_call) and report whether it came back as a native call: a study's first sign
+   that the template and the model agree, or do not (never a refusal: a model that calls no
+   tool is a result);
 4. print the base URL and serve until SIGINT or SIGTERM.
 
 The server is llama.cpp's: `/health`, `/v1/models`, `/v1/chat/completions` with `tools`, `/props`
@@ -37,7 +43,9 @@ from typing import Any
 
 from poisson_tasks.errors import LocalServeError, MissingExtraError
 from poisson_tasks.files import NotARegularFile, open_regular, os_problem
+from poisson_tasks.local.choice import TemplateChoice, choose_template
 from poisson_tasks.local.defaults import (
+    AUTO,
     EMBEDDED,
     N_CTX,
     PORT,
@@ -46,7 +54,7 @@ from poisson_tasks.local.defaults import (
     shipped_templates,
 )
 from poisson_tasks.local.facts import TAG_PREFIX
-from poisson_tasks.local.gguf import read_gguf_metadata
+from poisson_tasks.local.gguf import GgufMetadata, read_gguf_metadata
 from poisson_tasks.local.templates import (
     PROBE_ARGUMENTS,
     PROBE_TOOL,
@@ -63,14 +71,58 @@ from poisson_tasks.local.templates import (
 )
 
 HOST = "127.0.0.1"
-STARTUP_REQUESTS = 1  # completion requests serve-local itself sends (verify_parsed_call)
+# Completion requests serve-local itself sends: the parse check (verify_parsed_call) and the
+# start-up tool call (probe_tool_call).
+STARTUP_REQUESTS = 2
 _HEALTH_WAIT_S = 120.0
 _PARSE_WAIT_S = 600.0  # one prompt of a few hundred tokens, on the slowest CPU a model may use
+PROBE_MAX_TOKENS = 128  # the start-up tool call's reply: one call is a few dozen tokens
+_QUOTE = 80  # characters of what the model wrote that a report quotes
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallProbe:
+    """What the loaded model did when asked, at start-up, for one call to the probe tool:
+    `outcome` is `native` (llama.cpp returned a tool call), `text` (the model wrote something
+    naming the tool that llama.cpp did not read as a call), `prose` (no call at all) or `error`
+    (the server failed the request, e.g. HTTP 500 for arguments it could not parse)."""
+
+    outcome: str
+    said: str
+    seconds: float
+
+    @property
+    def native(self) -> bool:
+        return self.outcome == "native"
+
+    def report(self, template: str) -> str:
+        """One line for the start-up announcement (`template`: the one served)."""
+        head = (
+            "asked the loaded model once, at temperature 0, for one call to a probe tool: it came "
+            "back as "
+        )
+        if self.native:
+            return (
+                f"{head}a native tool call ({self.said}; {self.seconds:.1f} s): the template and "
+                "the model agree on how a call is written"
+            )
+        others = [name for name in shipped_templates() if name != template] or ["FILE"]
+        what = {
+            "text": "text that names the tool, not a native call",
+            "prose": "prose with no call",
+            "error": "an error",
+        }[self.outcome]
+        return (
+            f"{head}{what} ({self.said}; {self.seconds:.1f} s): the template and this model do "
+            "not agree, so a study would score such replies as malformed calls or as no tool call; "
+            f"another template may suit it (--template {' or '.join(others)}, or a file)"
+        )
 
 
 @dataclass(slots=True)
 class LocalServer:
-    """A started server: where it listens and what it serves."""
+    """A started server: where it listens, what it serves, why that template, and what the model
+    did with its start-up tool call."""
 
     base_url: str
     alias: str
@@ -80,6 +132,8 @@ class LocalServer:
     n_ctx: int
     chat_format: str | None
     handle: Any
+    template_note: str = ""
+    probe: ToolCallProbe | None = None
 
     def close(self) -> None:
         """Stop the server: xllamacpp's Server stops (and joins its loop) when it is released."""
@@ -208,6 +262,52 @@ def verify_parsed_call(root: str, name: str) -> str | None:
     return found
 
 
+def _quote(text: str) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= _QUOTE else flat[: _QUOTE - 1] + "…")
+
+
+def probe_tool_call(root: str) -> ToolCallProbe:
+    """Ask the loaded model for one call to the probe tool (temperature 0, seed 0, at most
+    PROBE_MAX_TOKENS tokens) and say what came back; one completion request, which the server's
+    log counts like a study's."""
+    conversation = probe_conversation()
+    conversation["messages"][-1]["content"] = (
+        f'Call the tool {PROBE_TOOL} once, with q set to "probe".'
+    )
+    body = {**conversation, "max_tokens": PROBE_MAX_TOKENS, "temperature": 0.0, "seed": 0}
+    started = time.monotonic()
+    try:
+        status, answer = _answer(f"{root}/v1/chat/completions", body, _PARSE_WAIT_S)
+    except (OSError, urllib.error.URLError, ValueError) as exc:
+        return ToolCallProbe("error", f"no answer: {exc}"[:_QUOTE], time.monotonic() - started)
+    seconds = time.monotonic() - started
+    calls = _parsed_calls(answer)
+    if isinstance(calls, list):
+        names = sorted({name for name, _ in calls})
+        said = f"{len(calls)} call{'' if len(calls) == 1 else 's'} to {', '.join(names)}"
+        return ToolCallProbe("native", said, seconds)
+    try:
+        message = answer["choices"][0]["message"]
+        content = str(message.get("content") or "")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return ToolCallProbe("error", f"HTTP {status}: {calls}"[: _QUOTE * 2], seconds)
+    outcome = "text" if PROBE_TOOL in content or '"name"' in content else "prose"
+    return ToolCallProbe(outcome, _quote(content), seconds)
+
+
+def _choice_note(choice: TemplateChoice) -> str:
+    return f"chosen from the GGUF's metadata: {choice.reason}"
+
+
+def _suggested(model: Path, meta: GgufMetadata) -> TemplateChoice | None:
+    """The template the metadata points to, or None where no shipped one fits."""
+    try:
+        return choose_template(meta, model.name)
+    except LocalServeError:
+        return None
+
+
 def _xllamacpp() -> Any:
     try:  # xllamacpp (llama.cpp's server, a 34 MB wheel) comes with the optional `local` extra
         import xllamacpp  # noqa: PLC0415 (the `local` extra)
@@ -260,8 +360,10 @@ def start_local_server(
 ) -> LocalServer:
     """Check, start and verify a llama.cpp server for `model`; raise LocalServeError if refused.
 
-    `warn` receives the one line of a warning that does not refuse (a template written for another
-    family than the GGUF names).
+    `template` is `auto` (chosen from the GGUF's metadata, local.choice), a shipped template, a
+    file or `embedded`. `warn` receives the one line of each warning that does not refuse: a
+    template written for another family than the GGUF names, a given template other than the one
+    the metadata points to, and a start-up tool call that did not come back as a native call.
     """
     _check_model_file(model)
     if threads < 1 or ctx < 256 or not 0 <= port <= 65535:
@@ -269,16 +371,33 @@ def start_local_server(
             f"--threads {threads}, --ctx {ctx}, --port {port}: need threads >= 1, ctx >= 256 and "
             "a port in 0-65535 (0 picks a free one)"
         )
-    chat = load_template(template)
-    if chat is not None:  # before the GGUF is read, and before the model loads
+    meta: GgufMetadata | None = None
+    spec, note = template, "as given (--template)"
+    if template == AUTO:  # the metadata decides, so it is read first
+        meta = read_gguf_metadata(model)
+        choice = choose_template(meta, model.name)
+        spec, note = choice.name, _choice_note(choice)
+    chat = load_template(spec)
+    if chat is not None:  # before the model loads
         check_tool_section(chat)
         check_call_format(chat)
-    meta = read_gguf_metadata(model)
+    warnings: list[str] = []
+    if meta is None:
+        meta = read_gguf_metadata(model)
+        suggested = _suggested(model, meta)
+        if suggested is not None and suggested.name != spec:
+            warnings.append(
+                f"--template {spec}: the GGUF's metadata points to {suggested.name} "
+                f"({suggested.reason}); serving {spec} as given"
+            )
     if chat is None:
         _refuse_embedded_without_template(model, meta.chat_template is not None)
     else:
         line = family_warning(chat, meta, model.name)
-        if line is not None and warn is not None:
+        if line is not None:
+            warnings.append(line)
+    if warn is not None:
+        for line in warnings:
             warn(line)
     xllamacpp = _xllamacpp()
     name = alias or model.name.removesuffix(".gguf")
@@ -315,12 +434,16 @@ def start_local_server(
         n_ctx=ctx,
         chat_format=None,
         handle=handle,
+        template_note=note,
     )
     label = chat.name if chat else f"{EMBEDDED} (the GGUF's own)"
     try:
         wait_healthy(root)
         verify_applied_template(root, label)
         server.chat_format = verify_parsed_call(root, label)
+        server.probe = probe_tool_call(root)
+        if not server.probe.native and warn is not None:
+            warn(f"start-up tool call: {server.probe.report(label)}")
     except BaseException:
         del handle
         server.close()

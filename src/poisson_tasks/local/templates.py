@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.errors import LocalServeError, MissingExtraError
 from poisson_tasks.files import TooLarge, read_limited
-from poisson_tasks.local.defaults import EMBEDDED, TEMPLATE, TEMPLATE_SUFFIX, shipped_templates
+from poisson_tasks.local.defaults import AUTO, EMBEDDED, TEMPLATE_SUFFIX, shipped_templates
 from poisson_tasks.local.gguf import GgufMetadata
 
 TEMPLATE_MAX_BYTES = 1 << 20  # a --template file: a page of Jinja
@@ -90,8 +90,9 @@ def load_template(spec: str) -> ChatTemplate | None:
     path = Path(spec)
     if not path.is_file():
         raise LocalServeError(
-            f"--template {spec!r} is neither a shipped template ({', '.join(shipped_templates())}), "
-            f"`{EMBEDDED}` (the GGUF's own) nor a readable file: give one of those"
+            f"--template {spec!r} is neither `{AUTO}` (chosen from the GGUF), a shipped template "
+            f"({', '.join(shipped_templates())}), `{EMBEDDED}` (the GGUF's own) nor a readable "
+            "file: give one of those"
         )
     try:
         return _template(path.name, read_limited(path, TEMPLATE_MAX_BYTES), str(path))
@@ -184,7 +185,7 @@ def _no_tools(where: str, name: str) -> LocalServeError:
 
 
 def _shipped() -> str:
-    return " or ".join(shipped_templates()) if shipped_templates() else TEMPLATE
+    return " or ".join(shipped_templates())
 
 
 def no_call_format(where: str, name: str) -> LocalServeError:

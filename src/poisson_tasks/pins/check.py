@@ -29,6 +29,7 @@ from poisson_tasks.pins.rows import BY_ID, ROWS
 from poisson_tasks.pins.rows.history import depth_band
 
 __all__ = [
+    "NAME_WIDTH",
     "Companion",
     "Figure",
     "PinReport",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 PinVerdict = Literal["held", "violated", "reported", "not applicable", "unmeasured"]
+NAME_WIDTH = max(len(row.name) for row in ROWS)  # the name column of a printed report
 
 
 class Violation(BaseModel):
@@ -56,7 +58,7 @@ class Violation(BaseModel):
 
     def line(self) -> str:
         vals = ", ".join(f"{a}={v}" for a, v in self.values.items())
-        return f"{self.row} refused ({', '.join(self.arms)}): {self.detail} [{vals}]"
+        return f"{BY_ID[self.row].label} refused ({', '.join(self.arms)}): {self.detail} [{vals}]"
 
 
 class Reported(BaseModel):
@@ -119,7 +121,7 @@ class PinReport(BaseModel):
             + ", ".join(self.arms)
         ]
         for line in self.rows:
-            head = f"{line.row:<4} {line.verdict:<15}"
+            head = f"{line.row:<4} {BY_ID[line.row].name:<{NAME_WIDTH}}  {line.verdict:<15}"
             out.append("  " + "  ".join(x for x in (head, _compact(line.values), line.detail) if x))
         out += [f"  {v.line()}" for v in self.violations]
         out.append(f"  {'refused' if self.refused else 'not refused'}")

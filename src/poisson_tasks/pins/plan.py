@@ -18,9 +18,9 @@ from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
 from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
 from poisson_tasks.lifetime import die_with_parent
-from poisson_tasks.pins.check import Figure, PinReport, PinVerdict, check_pins
+from poisson_tasks.pins.check import NAME_WIDTH, Figure, PinReport, PinVerdict, check_pins
 from poisson_tasks.pins.measure import measure_pins
-from poisson_tasks.pins.rows import ROWS
+from poisson_tasks.pins.rows import BY_ID, ROWS
 from poisson_tasks.tokens import warm
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -132,7 +132,7 @@ class ContrastSummary(BaseModel):
             )
             figures = _figures_over_seeds([r.rows[index].values for r in self.reports], self.arms)
             detail = self.reports[0].rows[index].detail if seed_count == 1 else ""
-            cells = (f"{row.id:<4} {tally:<23}", figures, detail)
+            cells = (f"{row.id:<4} {row.name:<{NAME_WIDTH}}  {tally:<23}", figures, detail)
             out.append("  " + "  ".join(x for x in cells if x))
         violations = [(r.seed, v) for r in self.reports for v in r.violations]
         for seed, violation in violations[:_MAX_VIOLATION_LINES]:
@@ -171,7 +171,12 @@ class PlanReport(BaseModel):
         for summary in self.contrasts:
             if not summary.refused:
                 continue
-            rows = sorted({v.row for r in summary.reports for v in r.violations}, key=_row_key)
+            rows = [
+                BY_ID[row].label
+                for row in sorted(
+                    {v.row for r in summary.reports for v in r.violations}, key=_row_key
+                )
+            ]
             parts.append(
                 f"{summary.knob} ({', '.join(rows)} at seed{'s' if len(summary.refused_seeds) > 1 else ''} "
                 f"{_seed_text(summary.refused_seeds)})"

@@ -34,8 +34,9 @@ LATER_SCOPES: tuple[str, ...] = ("at run time", "at analysis")
 
 @dataclass(frozen=True)
 class PinRow:
-    """One row of the ledger: an id, what it holds across a contrast, who it binds, its mode,
-    and (unless no bundle can carry it) how it is measured, shown and held.
+    """One row of the ledger: an id, a short name printed beside it, what it holds across a
+    contrast, who it binds, its mode, and (unless no bundle can carry it) how it is measured,
+    shown and held.
 
     `reported_figure` is what a reported row records when it is not the row's figure;
     `reports_without_controls` makes the row's verdict "reported", not "held", on a contrast
@@ -43,6 +44,7 @@ class PinRow:
     """
 
     id: str
+    name: str
     holds: str
     who: tuple[str, ...]
     mode: Mode
@@ -61,6 +63,11 @@ class PinRow:
             raise ValueError(f"pin row {self.id}: a measured row needs a measure, figure and hold")
         if self.unmeasured_reason is not None and any(p is not None for p in parts):
             raise ValueError(f"pin row {self.id}: an unmeasured row has no measure, figure or hold")
+
+    @property
+    def label(self) -> str:
+        """The row's code with its name, as every report prints it: `N5 block tokens`."""
+        return f"{self.id} {self.name}"
 
     @property
     def measurable(self) -> bool:

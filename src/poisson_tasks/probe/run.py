@@ -71,7 +71,7 @@ def _dollars(recs: list[EpisodeRecord], rates: Rates | None) -> float:
         return 0.0
     return (
         sum(
-            ((r.prompt_tokens or 0) * rates.input)
+            ((r.uncached_input_tokens or 0) * rates.input)
             + ((r.cached_input_tokens or 0) * rates.cached_input)
             + ((r.completion_tokens or 0) * rates.output)
             for r in recs

@@ -37,7 +37,7 @@ class Spend:
         return self.prompt + self.cached + self.completion
 
     def add(self, usage: Usage) -> None:
-        self.prompt += usage.prompt_tokens or 0
+        self.prompt += usage.uncached_input_tokens or 0
         self.cached += usage.cached_input_tokens or 0
         self.completion += usage.completion_tokens or 0
         self.provider_cost += usage.provider_cost_usd or 0.0

@@ -129,13 +129,13 @@ def episode_usage(replies: Sequence[ModelReply]) -> Usage:
     was counted with the pinned tokenizer (endpoint.estimate_usage) and its tokens are summed into
     estimated_tokens as well.
 
-    Run-folder convention: prompt_tokens is the uncached input, cached_input_tokens the cached
+    Run-folder convention: uncached_input_tokens is the uncached input, cached_input_tokens the cached
     input (None where the provider reports no cache figure), completion_tokens holds reasoning.
     """
     us = [r.usage for r in replies]
     costs = [_field(u, "cost") for u in us]
     return Usage(
-        prompt_tokens=_sum([_uncached(u) for u in us]),
+        uncached_input_tokens=_sum([_uncached(u) for u in us]),
         cached_input_tokens=_sum(
             [_detail(u, "prompt_tokens_details", "cached_tokens") for u in us]
         ),

@@ -270,7 +270,8 @@ class _Session:
         usage = episode_usage(trace.replies) if trace.replies else Usage()
         before = self.abandoned_usage
         self.abandoned_usage = Usage(
-            prompt_tokens=(before.prompt_tokens or 0) + (usage.prompt_tokens or 0),
+            uncached_input_tokens=(before.uncached_input_tokens or 0)
+            + (usage.uncached_input_tokens or 0),
             cached_input_tokens=(before.cached_input_tokens or 0)
             + (usage.cached_input_tokens or 0),
             completion_tokens=(before.completion_tokens or 0) + (usage.completion_tokens or 0),
@@ -285,7 +286,8 @@ class _Session:
         self.abandoned += 1
         usage, before = line.usage, self.abandoned_usage
         self.abandoned_usage = Usage(
-            prompt_tokens=(before.prompt_tokens or 0) + (usage.prompt_tokens or 0),
+            uncached_input_tokens=(before.uncached_input_tokens or 0)
+            + (usage.uncached_input_tokens or 0),
             cached_input_tokens=(before.cached_input_tokens or 0)
             + (usage.cached_input_tokens or 0),
             completion_tokens=(before.completion_tokens or 0) + (usage.completion_tokens or 0),

@@ -231,7 +231,7 @@ def _scan(
             raise MergeError(f"{exc}: that shard folder is damaged; {_AGAIN}") from None
         usage = line.usage
         shard.tokens += (
-            (usage.prompt_tokens or 0)
+            (usage.uncached_input_tokens or 0)
             + (usage.cached_input_tokens or 0)
             + (usage.completion_tokens or 0)
         )

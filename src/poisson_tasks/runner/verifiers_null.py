@@ -100,7 +100,7 @@ def _usage(calls: Sequence[Mapping[str, Any]]) -> Usage:
 
     costs = [float(cost) for u in ud if isinstance(cost := u.get("cost"), (int, float))]
     return Usage(
-        prompt_tokens=total("prompt_tokens"),
+        uncached_input_tokens=total("prompt_tokens"),
         cached_input_tokens=total("cached_input_tokens"),
         completion_tokens=total("completion_tokens"),
         reasoning_tokens=total("reasoning_tokens"),

@@ -14,7 +14,9 @@ from typing import Any
 
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
 from poisson_tasks.calibration.comparisons import ordering_reading
+from poisson_tasks.calibration.render import render_costs
 from poisson_tasks.verifier import OUTCOMES
+from poisson_tasks.view.markdown import card_html, defined, inline
 
 __all__ = ["card_sections", "outcome_bar", "plot", "tree"]
 
@@ -182,8 +184,10 @@ def _rate(fig: RateFigure | None) -> str:
 
 def _level_table(cells: Sequence[Cell]) -> str:
     head = (
-        "<tr><th>level</th><th>episodes</th><th>strict pass@1 [interval]</th>"
-        "<th>leaky pass@1 [interval]</th><th>overshoot</th><th>outcomes</th><th>note</th></tr>"
+        f"<tr><th>{defined('level')}</th><th>{defined('episodes')}</th>"
+        f"<th>{defined('strict pass@1')} [{defined('interval')}]</th>"
+        f"<th>{defined('leaky pass@1')} [{defined('interval')}]</th>"
+        f"<th>{defined('overshoot')}</th><th>{defined('outcomes')}</th><th>note</th></tr>"
     )
     rows = []
     for cell in cells:
@@ -206,10 +210,17 @@ _VERDICT = {
 
 
 def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
-    head = (
-        "<tr><th>rate</th><th>pair</th><th>difference (lower − upper)</th><th>paired interval</th>"
-        "<th>churn</th><th>seeds</th><th>sign test p</th><th>verdict</th><th></th></tr>"
+    labels = (
+        "rate",
+        "pair",
+        "difference (lower − upper)",
+        "paired interval",
+        "churn",
+        "seeds",
+        "sign test p",
+        "verdict",
     )
+    head = "<tr>" + "".join(f"<th>{defined(label)}</th>" for label in labels) + "<th></th></tr>"
     rows = []
     for cmp in comparisons:
         verdict = _VERDICT.get(cmp.verdict, cmp.verdict) + (f": {cmp.reason}" if cmp.reason else "")
@@ -223,7 +234,8 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
             f'<tr class="cmp v-{_e(cmp.verdict)}"><td>{_e(cmp.rate)}</td>'
             f"<td><code>{_e(_short(cmp.lower))}</code> → <code>{_e(_short(cmp.upper))}</code></td>"
             f"<td>{_fmt(cmp.diff)}</td><td>{interval}</td><td>{_fmt(cmp.churn)}</td>"
-            f"<td>{cmp.pairs_used}</td><td>{_fmt(cmp.sign_p)}</td><td>{_e(verdict)}</td>"
+            f"<td>{cmp.pairs_used}</td><td>{_fmt(cmp.sign_p)}</td>"
+            f"<td>{defined(_VERDICT.get(cmp.verdict, cmp.verdict), _e(verdict))}</td>"
             f'<td><button class=pair data-pair="{_e(pair)}">side by side</button></td></tr>'
         )
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
@@ -273,25 +285,16 @@ def _controls(artifact: Artifact) -> str:
 
 
 def _costs(artifact: Artifact) -> str:
-    rows = []
-    for cell in artifact.cells:
-        costs = cell.costs.model_dump(mode="json") if cell.costs is not None else {}
-        rows.append({"arm": cell.arm_id, **costs})
-    totals = [{"arm": c.arm_id, **c.totals.model_dump(mode="json")} for c in artifact.cells] + [
-        {"arm": "all arms", **artifact.run_totals.model_dump(mode="json")}
-    ]
-    return (
-        "<section id=costs><h2>Costs</h2><h3>Per episode (scored episodes)</h3>"
-        f"{tree(rows)}<h3>Token totals and dollars (every episode)</h3>{tree(totals)}</section>"
-    )
+    """The card's cost tables, as card.md prints them: labelled columns, figures as counted."""
+    return f"<section id=costs><h2>Costs</h2>{card_html(render_costs(artifact))}</section>"
 
 
 def _statements(artifact: Artifact) -> str:
     st = artifact.statements
-    claims = "".join(f'<li data-key="{_e(c.key)}">{_e(c.text)}</li>' for c in st.does_not_claim)
-    depth = f"<h3>How depth is read</h3><p>{_e(st.depth_note)}</p>" if st.depth_note else ""
+    claims = "".join(f'<li data-key="{_e(c.key)}">{inline(c.text)}</li>' for c in st.does_not_claim)
+    depth = f"<h3>How depth is read</h3><p>{inline(st.depth_note)}</p>" if st.depth_note else ""
     return (
-        f"<section id=statements><h2>What this card is</h2><p>{_e(st.what_it_is)}</p>"
+        f"<section id=statements><h2>What this card is</h2><p>{inline(st.what_it_is)}</p>"
         f"<h2>What this card does not claim</h2><ul class=claims>{claims}</ul>{depth}</section>"
     )
 

@@ -27,7 +27,7 @@ from poisson_tasks.calibration.records import episode_tokens
 from poisson_tasks.calibration.render import render_document
 from poisson_tasks.errors import CardRefusal, PoissonError, RunFolderError
 from poisson_tasks.lifetime import die_with_parent
-from poisson_tasks.runfolder import RunHeader, read_header
+from poisson_tasks.runfolder import RunHeader, read_header, uncached_input
 from poisson_tasks.view.diverge import first_divergence, flat_calls
 from poisson_tasks.view.packing import pack, scrubbed
 from poisson_tasks.view.tasks import TaskSet, regenerate
@@ -91,7 +91,7 @@ def _slim(number: int, doc: Mapping[str, Any]) -> dict[str, Any]:
     usage = doc.get("usage") or {}
     row["line"] = number
     row["tokens"] = episode_tokens(
-        usage.get("prompt_tokens"), usage.get("cached_input_tokens"), usage.get("completion_tokens")
+        uncached_input(usage), usage.get("cached_input_tokens"), usage.get("completion_tokens")
     )
     return row
 

@@ -3,7 +3,8 @@
 The Markdown a card is written in (render.py) uses headings, paragraphs, one block quote, bullet
 lists, pipe tables, `code` and **bold**; this renders exactly that and shows anything else as
 plain text. Every character of the source is escaped before any markup is added, so no text in
-a card (a model's name, a server's words) can become markup.
+a card (a model's name, a server's words) can become markup. A table's header cell that names a
+glossary term carries the term's definition, which the page shows on hover (`defined`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = ["card_html", "inline"]
+from poisson_tasks.glossary import TERMS, lookup
+
+__all__ = ["card_html", "defined", "glossary_html", "inline"]
 
 _CODE = re.compile(r"`([^`]+)`")
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
@@ -30,6 +33,31 @@ def inline(text: str) -> str:
     return "".join(pieces)
 
 
+def defined(label: str, shown: str | None = None) -> str:
+    """A label as HTML (`shown`, already HTML, or the label itself as inline Markdown) that shows
+    its glossary definition on hover and on keyboard focus; the label alone when the glossary has
+    no term for it."""
+    text = inline(label) if shown is None else shown
+    term = lookup(label)
+    if term is None:
+        return text
+    definition = html.escape(f"{term.name}: {term.definition}", quote=True)
+    return f'<span class=term tabindex=0 data-def="{definition}">{text}</span>'
+
+
+def glossary_html() -> str:
+    """Every glossary term and its definition, as the page's Glossary section."""
+    rows = "".join(
+        f'<dt id="term-{index}">{html.escape(term.name)}</dt><dd>{inline(term.definition)}</dd>'
+        for index, term in enumerate(TERMS)
+    )
+    return (
+        "<section id=glossary><h2>Glossary</h2><p class=dim>Every term the card prints "
+        f"(docs/glossary.md); a dotted label shows its definition on hover.</p><dl>{rows}</dl>"
+        "</section>"
+    )
+
+
 def _bold(escaped: str) -> str:
     return _BOLD.sub(lambda found: f"<strong>{found[1]}</strong>", escaped)
 
@@ -44,7 +72,7 @@ def _cells(line: str) -> list[str]:
 def _table(lines: list[str]) -> str:
     head, rows = _cells(lines[0]), [_cells(line) for line in lines[2:]]
     out = ["<div class=scroll><table class=md><thead><tr>"]
-    out += [f"<th>{inline(cell)}</th>" for cell in head]
+    out += [f"<th>{defined(cell)}</th>" for cell in head]
     out.append("</tr></thead><tbody>")
     for row in rows:
         out.append("<tr>" + "".join(f"<td>{inline(cell)}</td>" for cell in row) + "</tr>")

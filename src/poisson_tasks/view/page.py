@@ -19,7 +19,7 @@ from typing import Any
 
 from poisson_tasks.view.cardhtml import card_sections
 from poisson_tasks.view.gather import Collected
-from poisson_tasks.view.markdown import card_html, inline
+from poisson_tasks.view.markdown import card_html, glossary_html, inline
 from poisson_tasks.view.packing import escaped_json, pack
 
 __all__ = ["FORMAT", "render_page"]
@@ -89,6 +89,13 @@ def render_page(report: Collected) -> bytes:
             "<p class=banner><strong>Reference-policy card.</strong> Every figure and episode here "
             "is a scripted baseline's, served by poisson-tasks itself; no language model's.</p>"
         )
+    can_tell = report.artifact.statements.can_tell if report.artifact is not None else ""
+    if can_tell:
+        banner += (
+            f"<p class=cantell><strong>What this card can tell.</strong> {inline(can_tell)} "
+            "<a href=#glossary>Every term on it is defined in the glossary</a>, and a dotted "
+            "label shows its definition on hover.</p>"
+        )
     problems = "".join(f"<li>{html.escape(p)}</li>" for p in report.task_problems)
     notes = f"<ul class=problems>{problems}</ul>" if problems else ""
     refusal = (
@@ -117,11 +124,12 @@ def render_page(report: Collected) -> bytes:
         f"<title>{title}</title><style>{style}</style></head><body>"
         f"<header><h1>{title}</h1>{subtitle}<nav>{nav}<a href=#controls>controls</a>"
         "<a href=#statements>claims</a><a href=#costs>costs</a>"
-        "<a href=#provenance>provenance</a><a href=#pairs-list>side by side</a></nav></header>"
+        "<a href=#provenance>provenance</a><a href=#pairs-list>side by side</a>"
+        "<a href=#glossary>glossary</a></nav></header>"
         f"<main id=card>{banner}{notes}{refusal}{body}"
         "<section id=pairs-list><h2>Side by side</h2><p class=dim>The same seed under two arms: "
         "what changed in the task, and what the model did.</p><div id=pairpicker></div></section>"
-        f"{full}</main>"
+        f"{full}{glossary_html()}</main>"
         "<aside id=panel hidden><div class=panelbar><button id=close type=button>close ✕</button>"
         "<span id=crumbs></span></div><div id=panelbody></div></aside>"
         f'<script type="application/json" id="meta">{escaped_json(meta)}</script>'

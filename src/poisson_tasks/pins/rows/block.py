@@ -94,6 +94,7 @@ def _hold_n29(contrast: Contrast) -> Outcome:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N4",
+        name="tool block",
         who=("depth", "faults", "history", "arguments", "spread"),
         mode="refused",
         holds="the tool block (for arguments: names, order and read tools; N30 holds the stage "
@@ -104,6 +105,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N5",
+        name="block tokens",
         who=("distractor",),
         mode="reported",
         holds="the block's token count",
@@ -114,6 +116,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N27",
+        name="block size",
         who=("block",),
         mode="refused",
         holds="the block holds exactly the level's number of tools",
@@ -123,6 +126,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N28",
+        name="right tools' slots",
         who=("block",),
         mode="refused",
         holds="the right tools sit in the same slots, all among the first eight",
@@ -134,6 +138,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N29",
+        name="block growth and filler",
         who=("block",),
         mode="reported-and-refused",
         holds="reports the block's token count; refuses a control whose filler is not the "

@@ -158,6 +158,7 @@ def _hold_n35(contrast: Contrast) -> Outcome:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N30",
+        name="stage schemas",
         who=("arguments",),
         mode="refused",
         holds="the stage tools' schemas with the knob's extra fields set aside",
@@ -169,6 +170,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N31",
+        name="values each call carries",
         who=("arguments",),
         mode="refused",
         holds="each right stage tool fixes the level less two values, the same set on each, "
@@ -179,6 +181,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N33",
+        name="calls and tools per width",
         who=("shape",),
         mode="reported-and-refused",
         holds="refuses unless four stage calls and sixteen tools at every width; reports the "
@@ -190,6 +193,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N35",
+        name="spread reads",
         who=("spread",),
         mode="refused",
         holds="the same four reads at every level; as many answer a part as the level, and the "

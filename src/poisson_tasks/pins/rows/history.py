@@ -159,6 +159,7 @@ def _hold_n26(contrast: Contrast) -> Outcome:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N9",
+        name="control history length",
         who=("depth controls",),
         mode="refused",
         holds="a depth control's seeded history is what the higher arm's episode adds over its "
@@ -169,6 +170,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N23",
+        name="history tokens",
         who=("history",),
         mode="refused",
         holds="the seeded history's tokens are the level, within two",
@@ -178,6 +180,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N24",
+        name="seeded calls",
         who=("faults", "history"),
         mode="refused",
         holds="every seeded call is a read tool of the block and carries the engine's ok answer",
@@ -192,6 +195,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N25",
+        name="planned faults",
         who=("faults",),
         mode="refused",
         holds="the planned unavailable answers number the level, on the right tools only, "
@@ -202,6 +206,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N26",
+        name="faults control's tokens",
         who=("faults control",),
         mode="refused",
         holds="the control's seeded tokens are what the higher arm's failed calls add over its "

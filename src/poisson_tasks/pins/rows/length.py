@@ -28,6 +28,7 @@ def _request_match(contrast: Contrast, row: str) -> Outcome:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N32",
+        name="arguments control's length",
         who=("arguments control",),
         mode="refused",
         holds="the control's request is the higher arm's length, within two tokens",
@@ -37,6 +38,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N34",
+        name="shape control's length",
         who=("shape control",),
         mode="refused",
         holds="the control's request is the widest arm's length, within two tokens",

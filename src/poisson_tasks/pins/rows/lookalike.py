@@ -90,6 +90,7 @@ def _measure_n22(facts: BundleFacts) -> dict[str, Any]:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N19",
+        name="lookalike tools",
         who=("similarity",),
         mode="refused",
         holds="twelve lookalike stage tools in the block",
@@ -99,6 +100,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N20",
+        name="block tokens held",
         who=("similarity",),
         mode="refused",
         holds="the block's token count",
@@ -110,6 +112,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N21",
+        name="lookalike numbers",
         who=("similarity",),
         mode="refused",
         holds="six distinct lookalike numbers, each sharing exactly the level's digits in place "
@@ -120,6 +123,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N22",
+        name="right tools",
         who=("similarity",),
         mode="refused",
         holds="the two right tools' names, descriptions and parameters",

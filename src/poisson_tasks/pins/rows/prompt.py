@@ -83,6 +83,7 @@ def _measure_n7(facts: BundleFacts) -> dict[str, Any]:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N3",
+        name="system prompt",
         who=KNOBS,
         mode="refused",
         holds="the system prompt; only a distractor or block control may append its filler",
@@ -94,6 +95,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N6",
+        name="user prompt",
         who=KNOBS,
         mode="refused",
         holds="the user prompt's template, its knob slots and each other slot's token count",
@@ -105,6 +107,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N7",
+        name="prompt words in tool names",
         who=KNOBS,
         mode="refused",
         report_only_for=("shape",),

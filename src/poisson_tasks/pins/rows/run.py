@@ -10,6 +10,7 @@ _NO_TRACE = "first-request input tokens are counted by the model's own tokenizer
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N10",
+        name="serving",
         who=("at run time",),
         mode="refused",
         holds="the serving pin: model, revision, vLLM version, sampling",
@@ -17,6 +18,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N13",
+        name="first-request tokens",
         who=("at analysis",),
         mode="reported",
         holds="realised first-request input tokens, per model",

@@ -169,6 +169,7 @@ def _measure_n12(facts: BundleFacts) -> dict[str, Any]:
 ROWS: tuple[PinRow, ...] = (
     PinRow(
         id="N1",
+        name="scenario",
         who=KNOBS,
         mode="refused",
         holds="the scenario: every seed-drawn field, each as the bundle shows it",
@@ -179,6 +180,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N2",
+        name="tool slots",
         who=KNOBS,
         mode="refused",
         holds="the slot of every tool a reference solution calls, in every block that holds it",
@@ -188,6 +190,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N8",
+        name="observation size",
         who=KNOBS,
         mode="refused",
         holds="the observation size: every reference and seeded answer is 52 bytes",
@@ -198,6 +201,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N11",
+        name="verifier strictness",
         who=(*KNOBS, "at run time"),
         mode="refused",
         holds="the verifier's strictness",
@@ -208,6 +212,7 @@ ROWS: tuple[PinRow, ...] = (
     ),
     PinRow(
         id="N12",
+        name="build hashes",
         who=(*KNOBS, "at run time"),
         mode="refused",
         holds="the engine, vocabulary and generator hashes",

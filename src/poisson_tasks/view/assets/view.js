@@ -29,6 +29,8 @@
     return node;
   }
   const fmt = (v) => v === null || v === undefined ? "—" : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : typeof v === "boolean" ? (v ? "yes" : "no") : String(v);
+  // a count with its noun in the number it takes (nouns.counted, the card's rule): 1 call, 2 calls
+  const counted = (n, word, plural) => `${n} ${n === 1 ? word : (plural || word + "s")}`;
   const short = (arm) => arm.includes(":") ? arm.slice(arm.indexOf(":") + 1) : arm;
   const json = (v) => JSON.stringify(v, null, 1);
   function badge(outcome) { return el("span", {class: "badge o-" + outcome}, outcome); }
@@ -88,7 +90,7 @@
   function figureLine(cell) {
     if (!cell) return el("p", {class: "dim"}, "no card figure for this arm (the card was refused or the arm is not on it)");
     const rate = (name, f) => f ? `${name} pass@1 ${f.pass_at_1.toFixed(3)} [${f.low.toFixed(3)}, ${f.high.toFixed(3)}]` + (f.few_events ? " (few events)" : "") : `${name}: —`;
-    return el("p", {}, rate("strict", cell.strict), " · ", rate("leaky", cell.leaky), " · overshoot ", fmt(cell.overshoot), " · ", `${cell.scored} scored of ${cell.episodes} episodes`, cell.withheld ? " · withheld: " + cell.withheld : "");
+    return el("p", {}, rate("strict", cell.strict), " · ", rate("leaky", cell.leaky), " · overshoot ", fmt(cell.overshoot), " · ", `${cell.scored} scored of ${counted(cell.episodes, "episode")}`, cell.withheld ? " · withheld: " + cell.withheld : "");
   }
   function histogram(counts, active, onPick) {
     const total = Object.values(counts).reduce((a, b) => a + b, 0) || 1;
@@ -140,8 +142,8 @@
       el("h3", {}, "How it ended ", el("span", {class: "dim"}, "(" + source + "; click to filter)")),
       histogram(counts, outcome, (o) => pick(o, seed)),
       cell && cell.malformed_clauses && Object.keys(cell.malformed_clauses).length ? el("p", {class: "dim"}, "malformed calls by clause: " + Object.entries(cell.malformed_clauses).map(([k, n]) => `${CLAUSES[k] || "clause " + k}: ${n}`).join("; ")) : null,
-      cell && cell.no_calls && cell.no_calls.episodes ? el("p", {class: "dim"}, `no tool call: ${cell.no_calls.episodes} episodes, ${cell.no_calls.as_text} of them wrote a call as text` + (Object.keys(cell.no_calls.dialects || {}).length ? ` (${Object.entries(cell.no_calls.dialects).map(([d, n]) => `${d}: ${n}`).join(", ")})` : "")) : null,
-      el("div", {class: "filters"}, el("label", {}, "outcome ", outSel), el("label", {}, "seed ", seedSel), el("span", {class: "dim", "data-role": "shown"}, `${rows.length} of ${data.episodes.length} episodes`)),
+      cell && cell.no_calls && cell.no_calls.episodes ? el("p", {class: "dim"}, `no tool call: ${counted(cell.no_calls.episodes, "episode")}, ${cell.no_calls.as_text} of them wrote a call as text` + (Object.keys(cell.no_calls.dialects || {}).length ? ` (${Object.entries(cell.no_calls.dialects).map(([d, n]) => `${d}: ${n}`).join(", ")})` : "")) : null,
+      el("div", {class: "filters"}, el("label", {}, "outcome ", outSel), el("label", {}, "seed ", seedSel), el("span", {class: "dim", "data-role": "shown"}, `${rows.length} of ${counted(data.episodes.length, "episode")}`)),
       el("div", {class: "scroll"}, table),
       cell ? el("details", {}, el("summary", {}, "every figure of this cell on the card"), tree(cell)) : null,
     );
@@ -276,7 +278,7 @@
       opening.slice(2).forEach((m) => hist.appendChild(messageBlock(m.role, m.content !== null && m.content !== undefined ? m.content : (m.tool_calls || []).map((c) => callText({name: c.function.name, arguments: c.function.arguments})).join("; "))));
       promptBox.appendChild(hist);
     }
-    const tools = task ? el("details", {"data-role": "tools"}, el("summary", {}, `tool block: ${task.tools.length} tools (${task.tools.map((t) => t.function.name).join(", ")})`), el("pre", {}, json(task.tools))) : null;
+    const tools = task ? el("details", {"data-role": "tools"}, el("summary", {}, `tool block: ${counted(task.tools.length, "tool")} (${task.tools.map((t) => t.function.name).join(", ")})`), el("pre", {}, json(task.tools))) : null;
     const texts = (tr.text_calls || []).map((t, i) => el("div", {class: "turn"}, el("div", {class: "meta"}, `text call ${i + 1} · dialect ${(tr.text_call_dialects || [])[i] || "?"}`), el("pre", {}, t)));
     const failed = tr.failed_responses || [];
     show(
@@ -290,7 +292,7 @@
       turnsOf(e).map((t, k) => turnBlock(e, k, t)),
       texts.length ? [el("h3", {}, "Text calls (tool calls that arrived as text)"), texts] : null,
       el("h3", {}, "Usage and timing"), tree({usage: e.usage, timing: e.timing, "system fingerprints": e.system_fingerprints, "finish reasons": e.finish_reasons}),
-      el("h3", {}, `Failed responses and retries (${failed.length} failed, ${fmt(tr.retries)} retries)`),
+      el("h3", {}, `Failed responses and retries (${failed.length} failed, ${counted(tr.retries ?? 0, "retry", "retries")})`),
       failed.length ? el("pre", {"data-role": "failed"}, json(failed)) : el("p", {class: "dim"}, "none"),
       el("details", {}, el("summary", {}, "the episode line's transcript, as recorded"), el("pre", {}, json(tr))),
     );
@@ -305,7 +307,7 @@
     for (const e of rows) {
       const calls = (e.transcript.tool_calls || []).flat().map((c) => c.name);
       const d = e.task !== "ok" ? "task id differs" : e.divergence ? `diverges at step ${e.divergence.step + 1} (${e.divergence.kind})` : "the reference's calls";
-      const a = el("div", {class: "attempt", "data-line": e.line, tabindex: 0}, el("div", {}, `attempt ${e.attempt} `, badge(e.outcome), ` · ${e.tool_calls} calls · ${d}`), el("div", {class: "mono dim"}, calls.join(" → ") || "(no tool call)"));
+      const a = el("div", {class: "attempt", "data-line": e.line, tabindex: 0}, el("div", {}, `attempt ${e.attempt} `, badge(e.outcome), ` · ${counted(e.tool_calls, "call")} · ${d}`), el("div", {class: "mono dim"}, calls.join(" → ") || "(no tool call)"));
       a.addEventListener("click", () => go({view: "episode", arm, line: e.line}));
       box.appendChild(a);
     }

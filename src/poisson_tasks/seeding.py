@@ -1,0 +1,54 @@
+"""Whether a run sends each attempt a sampling seed, and what the server does with one.
+
+`decoding.seed: derived` sends each attempt its own `seed` (runner.endpoint.derived_seed); without
+it no seed is sent and a server that samples draws afresh on every request. Which servers take a
+seed is one table here, read by `validate` (which says when a server that takes one would get
+none) and by the card's Reproducibility section (which says what the run and its replay sent).
+"""
+
+from __future__ import annotations
+
+__all__ = ["SEED_TAKERS", "SEED_USE", "replay_seed_phrase", "validate_seed_line"]
+
+# What each provider's server does with a request's `seed` (docs/commands.md, Seeds).
+SEED_USE: dict[str, str] = {
+    "reference": "the reference policies draw from it and from the user tag the runner sends "
+    "with every request, so an attempt's draws repeat with or without it",
+    "vllm": "vLLM samples from it",
+    "llamacpp": "llama.cpp's server samples from it",
+    "ollama": "Ollama samples from it",
+    "openai": "OpenAI takes it as best effort only",
+    "openai-compatible": "whether this server samples from it is not known",
+}
+# The providers whose servers sample from a seed they are sent and nothing else of the request's:
+# without one, every sampled reply is a fresh draw.
+SEED_TAKERS: frozenset[str] = frozenset({"vllm", "llamacpp", "ollama"})
+
+
+def _use(provider: str | None) -> str:
+    return SEED_USE.get(provider or "", "whether this server samples from it is not known")
+
+
+def validate_seed_line(provider: str, derived: bool) -> str:
+    """validate's `seed` line: what is sent, and the fix when a server that takes a seed gets
+    none."""
+    if derived:
+        return f"each attempt's own (decoding.seed: derived); {_use(provider)}"
+    if provider in SEED_TAKERS:
+        return (
+            f"none sent, although {_use(provider)}: each sampled reply is a fresh draw, so a "
+            "replay cannot repeat one; write decoding.seed: derived to send each attempt its own"
+        )
+    return f"none sent (decoding.seed is not declared); {_use(provider)}"
+
+
+def replay_seed_phrase(provider: str | None, derived: bool) -> str:
+    """What the run and its replay sent as seeds, for the Reproducibility section's first line."""
+    if derived:
+        return f"the per-attempt seeds the run sent (decoding.seed: derived; {_use(provider)})"
+    if provider == "reference":  # the user tag fixes an attempt's draws
+        return f"no seed, as the run sent none ({_use(provider)})"
+    return (
+        "no seed, as the run sent none (its decoding declares no seed: derived), so each sampled "
+        f"reply was a fresh draw ({_use(provider)})"
+    )
