@@ -1,0 +1,217 @@
+"""The reference endpoint's cost per call before and after its HTTP parsing moved to httptools (issue 33).
+
+Both servers run side by side in one run, each in its own process (so client and server each have
+a core): the hand-written HTTP/1.1 parser as it stood at --before (read from git, default the
+commit issue 33 was found on) and this checkout's server, which reads requests with httptools
+(llhttp). Rounds alternate the two (A B, then
+B A) and each figure is the median over rounds. Three loops make the same request, the first turn
+of an oracle depth:d3 task (a reference baseline, not a model):
+
+- raw socket: one keep-alive connection, one request at a time, no client library: the server's
+  cost plus loopback;
+- post, concurrency 1 and 16: the runner's transport (the official client's post() of
+  pre-encoded bytes, as runner/endpoint.py sends), the per-call figure benchmarks/RESULTS.md's
+  "bare post()" rows stand on.
+
+Server CPU per request is the server process's user + system time (/proc) over the loop.
+
+    python benchmarks/bench_reference_http.py [--before 23d48c7 --requests 2000 --rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import socket
+import statistics
+import subprocess
+import time
+import types
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+import httpx2
+import openai
+import orjson
+from common import ROOT, command_line, markdown_table  # the one table format
+
+from poisson_tasks.generator import generate
+from poisson_tasks.reference.app import ReferenceApp
+
+SERVER_PATH = "src/poisson_tasks/reference/server.py"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _serve(source: str | None, conn: Connection) -> None:
+    """The child: the server `source` holds (this checkout's when None) on a free loopback port,
+    in a thread of this process, until the parent says stop."""
+    if source is None:
+        from poisson_tasks.reference import server as module
+    else:
+        module = types.ModuleType("poisson_tasks.reference.server_before")
+        exec(compile(source, f"<{SERVER_PATH} before>", "exec"), module.__dict__)
+    handle = module._in_thread(ReferenceApp(), "127.0.0.1", 0)
+    conn.send(handle.port)
+    conn.recv()
+    handle.close()
+
+
+class Server:
+    """One implementation running in its own process."""
+
+    def __init__(self, name: str, source: str | None) -> None:
+        self.name = name
+        ours, theirs = multiprocessing.get_context("fork").Pipe()
+        self.process = multiprocessing.get_context("fork").Process(
+            target=_serve, args=(source, theirs), daemon=True
+        )
+        self.process.start()
+        self.conn = ours
+        self.port: int = ours.recv()
+
+    def cpu(self) -> float:
+        """The server process's CPU seconds so far (user + system)."""
+        with open(f"/proc/{self.process.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+
+    def stop(self) -> None:
+        self.conn.send("stop")
+        self.process.join(10)
+
+
+def request_body() -> bytes:
+    bundle = generate("depth:d3", 0)
+    return orjson.dumps({"model": "oracle", "messages": bundle.messages(), "tools": bundle.tools})
+
+
+def raw_loop(port: int, body: bytes, n: int) -> float:
+    """Seconds for `n` requests on one keep-alive socket, one at a time."""
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n\r\n"
+    request = head.encode() + body
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        t = time.perf_counter()
+        for _ in range(n):
+            sock.sendall(request)
+            data = b""
+            while not data.endswith(b"}"):
+                data += sock.recv(1 << 16)
+        return time.perf_counter() - t
+
+
+def post_loop(port: int, body: bytes, n: int, concurrency: int) -> float:
+    """Seconds for `n` posts of pre-encoded bytes through the official client, `concurrency` at
+    a time (runner/endpoint.py's transport)."""
+
+    async def main() -> float:
+        base = f"http://127.0.0.1:{port}/v1"
+        async with openai.AsyncOpenAI(base_url=base, api_key="unused", max_retries=0) as client:
+            options: Any = {"headers": {"Content-Type": "application/json"}}
+
+            async def one() -> None:
+                resp = await client.post(
+                    "/chat/completions", content=body, cast_to=httpx2.Response, options=options
+                )
+                await resp.aread()
+
+            await one()  # the connection made before the clock starts
+            left = [n]
+
+            async def worker() -> None:
+                while left[0] > 0:
+                    left[0] -= 1
+                    await one()
+
+            t = time.perf_counter()
+            await asyncio.gather(*[worker() for _ in range(concurrency)])
+            return time.perf_counter() - t
+
+    return asyncio.run(main())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--before", default="23d48c7", help="the commit of the hand-written parser")
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    source = subprocess.run(
+        ["git", "show", f"{args.before}:{SERVER_PATH}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "httptools" not in source, f"{args.before}'s server already reads HTTP with httptools"
+    body = request_body()
+    servers = [
+        Server(f"hand-written ({args.before})", source),
+        Server("httptools (this checkout)", None),
+    ]
+    n = args.requests
+    loops: list[tuple[str, Callable[[int], float], int]] = [
+        ("raw socket, one at a time", lambda port: raw_loop(port, body, n), n),
+        ("post(), concurrency 1", lambda port: post_loop(port, body, n // 2, 1), n // 2),
+        ("post(), concurrency 16", lambda port: post_loop(port, body, n // 2, 16), n // 2),
+    ]
+    wall: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
+    try:
+        for round_ in range(args.rounds):
+            order = servers if round_ % 2 == 0 else servers[::-1]
+            for label, loop, count in loops:
+                for server in order:
+                    before = server.cpu()
+                    seconds = loop(server.port)
+                    key = (label, server.name)
+                    wall.setdefault(key, []).append(1000 * seconds / count)
+                    cpu.setdefault(key, []).append(1e6 * (server.cpu() - before) / count)
+    finally:
+        for server in servers:
+            server.stop()
+    rows = []
+    old, new = (s.name for s in servers)
+    for label, _, count in loops:
+        a, b = statistics.median(wall[label, old]), statistics.median(wall[label, new])
+        ca, cb = statistics.median(cpu[label, old]), statistics.median(cpu[label, new])
+        rows.append(
+            (
+                label,
+                count,
+                f"{a:.3f}",
+                f"{b:.3f}",
+                f"{b - a:+.3f}",
+                f"{b / a:.2f}x",
+                f"{ca:.0f}",
+                f"{cb:.0f}",
+            )
+        )
+    load = os.getloadavg()[0]
+    print(
+        f"reference endpoint per call, hand-written parser against httptools, side by side; median of "
+        f"{args.rounds} alternating rounds; cpus {os.cpu_count()}, load {load:.1f}"
+    )
+    print(
+        markdown_table(
+            (
+                "loop",
+                "calls",
+                "before ms/call",
+                "after ms/call",
+                "after - before",
+                "ratio",
+                "server CPU us/call before",
+                "after",
+            ),
+            rows,
+        )
+    )
+    print(command_line())
+
+
+if __name__ == "__main__":
+    main()
