@@ -58,6 +58,12 @@ def _say(prefix: str, text: str) -> None:
     typer.echo(f"{prefix}: {escape_controls(masked(text))}", err=True)
 
 
+def _line(text: str, err: bool = False) -> None:
+    """One report line (a summary, a path written), its control characters escaped: a folder's
+    name, a shard's, or a server's words in it never drive the terminal."""
+    typer.echo(escape_controls(text), err=err)
+
+
 def _fail(exc: PoissonError) -> typer.Exit:
     _say("error", str(exc))
     _reported.append(exc.exit_code)
@@ -190,7 +196,7 @@ def view(
     if out is None:
         raise PoissonError("--out is required: the HTML file to write, e.g. --out report.html")
     report = write_view(out, target, published)
-    typer.echo(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
+    _line(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
     for line in ([report.refusal] if report.refusal else []) + report.task_problems[:5]:
         _say("note", line)
 
@@ -359,7 +365,7 @@ def card(
         typer.echo(calibration.compare_published(artifact), nl=False)
     if out is not None:
         for path in write_card(artifact, out, plot=plot):
-            typer.echo(str(path), err=True)
+            _line(str(path), err=True)
     if compare is None:
         doc = calibration.render_document(artifact)
         sys.stdout.write(card_json(artifact).decode() if as_json else doc)
@@ -384,10 +390,10 @@ def _run_then_card(
         typer.echo(f"no target given: running the embedded default {source.name}", err=True)
     result = run_study(source, run_dir, show_progress=False if quiet else None)
     for line in summary_lines(result.summary):
-        typer.echo(line, err=True)
+        _line(line, err=True)
     if out is None:
         for path in write_card(result.artifact, result.folder / "card"):
-            typer.echo(str(path), err=True)
+            _line(str(path), err=True)
     return result.artifact, result.summary.exit_code == 3
 
 
@@ -481,7 +487,7 @@ def run(
         accept_serving_change=accept_serving_change,
     )
     for line in summary_lines(summary):
-        typer.echo(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
+        _line(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
     if summary.format_alarm:
         _say(
             "error",
@@ -550,7 +556,7 @@ def replay(
         base_url=base_url,
     )
     for line in result.lines():
-        typer.echo(line)
+        _line(line)
     raise typer.Exit(result.summary.exit_code)
 
 
@@ -580,7 +586,7 @@ def merge(
         raise PoissonError("give --out DIR: the new run folder the merge is written into")
     summary = merge_shards(list(folders), out)
     for line in summary.lines_printed():
-        typer.echo(line)
+        _line(line)
 
 
 @app.command()

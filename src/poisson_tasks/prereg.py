@@ -62,6 +62,7 @@ from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.owntools import ToolSet, load_tool_file
 from poisson_tasks.policycatalogue import parse_model
 from poisson_tasks.power import mdd_binomial_worst_case, minimum_detectable_difference, tasks_needed
+from poisson_tasks.supplied import terminal
 
 FORMAT = "poisson-tasks/preregistration@1"
 RANGE_SEEDS = "range"
@@ -1338,11 +1339,11 @@ def describe_plan(plan: Plan) -> str:
     pr = plan.preregistration
     resolution = plan.resolution
     lines = [
-        f"pre-registration {pr.name} ({plan.source or 'in memory'}): valid",
-        f"  model        {pr.model.provider} {pr.model.model}"
-        + (f" @ {pr.model.revision}" if pr.model.revision else ""),
+        f"pre-registration {pr.name} ({terminal(plan.source or 'in memory')}): valid",
+        f"  model        {pr.model.provider} {terminal(pr.model.model)}"
+        + (f" @ {terminal(pr.model.revision)}" if pr.model.revision else ""),
         f"  arms         {len(plan.arms)}: {', '.join(plan.arms)}",
-        f"  seeds        {len(plan.seeds)} from {pr.design.seed_string!r}, "
+        f"  seeds        {len(plan.seeds)} from {terminal(repr(pr.design.seed_string))}, "
         f"seed_list_hash {plan.seed_list_hash}",
         f"  episodes     {plan.episodes} ({len(plan.arms)} arms x {len(plan.seeds)} tasks x "
         f"{plan.attempts} attempts)",
@@ -1371,7 +1372,8 @@ def describe_plan(plan: Plan) -> str:
     )
     if plan.own_tools is not None:
         lines.append(
-            f"  own tools    {len(plan.own_tools.tools)} from {plan.own_tools.source} (sha256 "
+            f"  own tools    {len(plan.own_tools.tools)} from {terminal(plan.own_tools.source)} "
+            "(sha256 "
             f"{plan.own_tools.sha256[:16]}), in place of the read tools"
         )
     lines.append(f"  concurrency  {pr.execution.concurrency}")

@@ -12,10 +12,12 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from poisson_tasks import supplied
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
+from poisson_tasks.errors import escape_controls
 from poisson_tasks.verifier import OUTCOMES
 
-__all__ = ["card_sections", "outcome_bar", "plot", "tree"]
+__all__ = ["card_sections", "outcome_bar", "plot", "prose", "tree"]
 
 # The Artifact's fields laid out by name below; any other field is shown by `tree`.
 _LAID_OUT = frozenset(
@@ -40,7 +42,13 @@ _W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 560, 230, 44, 16, 14, 46
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value))
+    """A value as HTML text: one line, escaped, at most 2,000 characters (supplied.html)."""
+    return supplied.html(value)
+
+
+def prose(text: str) -> str:
+    """The card's own sentences as HTML text (any supplied value in them is already clipped)."""
+    return html.escape(escape_controls(text))
 
 
 def _fmt(value: Any) -> str:
@@ -290,10 +298,10 @@ def _costs(artifact: Artifact) -> str:
 
 def _statements(artifact: Artifact) -> str:
     st = artifact.statements
-    claims = "".join(f'<li data-key="{_e(c.key)}">{_e(c.text)}</li>' for c in st.does_not_claim)
-    depth = f"<h3>How depth is read</h3><p>{_e(st.depth_note)}</p>" if st.depth_note else ""
+    claims = "".join(f'<li data-key="{_e(c.key)}">{prose(c.text)}</li>' for c in st.does_not_claim)
+    depth = f"<h3>How depth is read</h3><p>{prose(st.depth_note)}</p>" if st.depth_note else ""
     return (
-        f"<section id=statements><h2>What this card is</h2><p>{_e(st.what_it_is)}</p>"
+        f"<section id=statements><h2>What this card is</h2><p>{prose(st.what_it_is)}</p>"
         f"<h2>What this card does not claim</h2><ul class=claims>{claims}</ul>{depth}</section>"
     )
 

@@ -17,7 +17,8 @@ import html
 from importlib import resources
 from typing import Any
 
-from poisson_tasks.view.cardhtml import card_sections
+from poisson_tasks import supplied
+from poisson_tasks.view.cardhtml import card_sections, prose
 from poisson_tasks.view.gather import Collected
 from poisson_tasks.view.markdown import card_html, inline
 from poisson_tasks.view.packing import escaped_json, pack
@@ -79,7 +80,7 @@ def render_page(report: Collected) -> bytes:
         f"script-src 'sha256-{script_hash}'; "
         "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
     )
-    title = html.escape(report.title)
+    title = supplied.html(report.scrub(report.title))  # a folder's name: the key redacted
     lines = (report.card_md or "").splitlines()
     heading = next((line[2:] for line in lines if line.startswith("# ")), "")
     subtitle = f"<p class=subtitle>{inline(heading)}</p>" if heading else ""
@@ -89,10 +90,10 @@ def render_page(report: Collected) -> bytes:
             "<p class=banner><strong>Reference-policy card.</strong> Every figure and episode here "
             "is a scripted baseline's, served by poisson-tasks itself; no language model's.</p>"
         )
-    problems = "".join(f"<li>{html.escape(p)}</li>" for p in report.task_problems)
+    problems = "".join(f"<li>{prose(p)}</li>" for p in report.task_problems)
     notes = f"<ul class=problems>{problems}</ul>" if problems else ""
     refusal = (
-        f"<section id=refusal><h2>Card refused</h2><p class=refusal>{html.escape(report.refusal)}</p>"
+        f"<section id=refusal><h2>Card refused</h2><p class=refusal>{prose(report.refusal)}</p>"
         "<p>The card is not published; its episodes are below, one cell per arm.</p>"
         f"<ul>{''.join(_arm_button(a) for a in report.header.arms)}</ul></section>"
         if report.refusal
