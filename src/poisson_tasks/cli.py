@@ -50,18 +50,23 @@ _reported: list[int] = []  # exit statuses whose line a verb already printed
 
 
 def _say(prefix: str, text: str) -> None:
-    """One line on stderr, `prefix: text`: a credential-shaped run in it hidden (credentials.masked,
-    whoever built the message) and its control characters escaped (errors.escape_controls), so a
-    value quoted from the input never starts a second line."""
-    from poisson_tasks.credentials import masked
+    """One line on stderr, `prefix: text`: the value of any environment secret in it redacted and
+    a credential-shaped run hidden (credentials.without_environment_secrets and masked, whoever
+    built the message), and its control characters escaped (errors.escape_controls), so a value
+    quoted from the input never starts a second line."""
+    from poisson_tasks.credentials import masked, without_environment_secrets
 
-    typer.echo(f"{prefix}: {escape_controls(masked(text))}", err=True)
+    shown = masked(without_environment_secrets(text))
+    typer.echo(f"{prefix}: {escape_controls(shown)}", err=True)
 
 
 def _line(text: str, err: bool = False) -> None:
-    """One report line (a summary, a path written), its control characters escaped: a folder's
-    name, a shard's, or a server's words in it never drive the terminal."""
-    typer.echo(escape_controls(text), err=err)
+    """One report line (a summary, a path written), as an error line is printed (_say): a
+    folder's name, a shard's, or a server's words in it never show an environment secret nor
+    drive the terminal."""
+    from poisson_tasks.credentials import without_environment_secrets
+
+    typer.echo(escape_controls(without_environment_secrets(text)), err=err)
 
 
 def _fail(exc: PoissonError) -> typer.Exit:
