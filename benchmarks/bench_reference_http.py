@@ -3,8 +3,8 @@
 Both servers run side by side in one run, each in its own process (so client and server each have
 a core): the hand-written HTTP/1.1 parser as it stood at --before (read from git, default the
 commit issue 33 was found on) and this checkout's server, which reads requests with httptools
-(llhttp). Rounds alternate the two (A B, then
-B A) and each figure is the median over rounds. Three loops make the same request, the first turn
+(llhttp). Many short rounds alternate the two (A B, then B A), so a busy machine's slow moments
+fall on both alike; each figure is the median over rounds, and the fastest round beside it. Three loops make the same request, the first turn
 of an oracle depth:d3 task (a reference baseline, not a model):
 
 - raw socket: one keep-alive connection, one request at a time, no client library: the server's
@@ -13,9 +13,12 @@ of an oracle depth:d3 task (a reference baseline, not a model):
   pre-encoded bytes, as runner/endpoint.py sends), the per-call figure benchmarks/RESULTS.md's
   "bare post()" rows stand on.
 
-Server CPU per request is the server process's user + system time (/proc) over the loop.
+Server CPU per request is the server process's user + system time (/proc) over every round. A
+last row feeds each server's connection code the same request in this process, with no socket and
+an app that answers at once: the CPU the parsing and the answer's framing cost, without the noise
+of a shared machine.
 
-    python benchmarks/bench_reference_http.py [--before 23d48c7 --requests 2000 --rounds 3]
+    python benchmarks/bench_reference_http.py [--before 23d48c7 --requests 200 --rounds 20]
 """
 
 from __future__ import annotations
@@ -39,21 +42,54 @@ import orjson
 from common import ROOT, command_line, markdown_table  # the one table format
 
 from poisson_tasks.generator import generate
-from poisson_tasks.reference.app import ReferenceApp
+from poisson_tasks.reference import server as current_server
+from poisson_tasks.reference.app import ReferenceApp, Response
 
 SERVER_PATH = "src/poisson_tasks/reference/server.py"
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _module(source: str | None) -> types.ModuleType:
+    """The server module `source` holds (this checkout's when None)."""
+    if source is None:
+        return current_server
+    module = types.ModuleType("poisson_tasks.reference.server_before")
+    exec(compile(source, f"<{SERVER_PATH} before>", "exec"), module.__dict__)
+    return module
+
+
+class _Transport(asyncio.Transport):
+    """A transport that takes what is written and drops it."""
+
+    def write(self, data: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _AnswerAtOnce:
+    def handle(self, *request: object) -> Response:
+        return Response(200, b'{"ok": true}')
+
+
+def parse_cpu_us(source: str | None, body: bytes, n: int) -> float:
+    """CPU microseconds per request for the server's connection code to read `body`'s request
+    and frame an answer, in this process."""
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n\r\n"
+    request = head.encode() + body
+    connection = _module(source)._Connection(_AnswerAtOnce(), set())
+    connection.connection_made(_Transport())
+    t = time.process_time()
+    for _ in range(n):
+        connection.data_received(request)
+    return 1e6 * (time.process_time() - t) / n
+
+
 def _serve(source: str | None, conn: Connection) -> None:
     """The child: the server `source` holds (this checkout's when None) on a free loopback port,
     in a thread of this process, until the parent says stop."""
-    if source is None:
-        from poisson_tasks.reference import server as module
-    else:
-        module = types.ModuleType("poisson_tasks.reference.server_before")
-        exec(compile(source, f"<{SERVER_PATH} before>", "exec"), module.__dict__)
-    handle = module._in_thread(ReferenceApp(), "127.0.0.1", 0)
+    handle = _module(source)._in_thread(ReferenceApp(), "127.0.0.1", 0)
     conn.send(handle.port)
     conn.recv()
     handle.close()
@@ -136,8 +172,8 @@ def post_loop(port: int, body: bytes, n: int, concurrency: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--before", default="23d48c7", help="the commit of the hand-written parser")
-    ap.add_argument("--requests", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=200, help="raw requests per round")
+    ap.add_argument("--rounds", type=int, default=20)
     args = ap.parse_args()
     source = subprocess.run(
         ["git", "show", f"{args.before}:{SERVER_PATH}"],
@@ -169,7 +205,7 @@ def main() -> None:
                     seconds = loop(server.port)
                     key = (label, server.name)
                     wall.setdefault(key, []).append(1000 * seconds / count)
-                    cpu.setdefault(key, []).append(1e6 * (server.cpu() - before) / count)
+                    cpu.setdefault(key, []).append(server.cpu() - before)
     finally:
         for server in servers:
             server.stop()
@@ -177,19 +213,37 @@ def main() -> None:
     old, new = (s.name for s in servers)
     for label, _, count in loops:
         a, b = statistics.median(wall[label, old]), statistics.median(wall[label, new])
-        ca, cb = statistics.median(cpu[label, old]), statistics.median(cpu[label, new])
+        total = count * args.rounds
+        ca, cb = 1e6 * sum(cpu[label, old]) / total, 1e6 * sum(cpu[label, new]) / total
         rows.append(
             (
                 label,
-                count,
-                f"{a:.3f}",
-                f"{b:.3f}",
+                f"{count} x {args.rounds}",
+                f"{a:.3f} (fastest {min(wall[label, old]):.3f})",
+                f"{b:.3f} (fastest {min(wall[label, new]):.3f})",
                 f"{b - a:+.3f}",
                 f"{b / a:.2f}x",
                 f"{ca:.0f}",
                 f"{cb:.0f}",
             )
         )
+    parsed = {name: [] for name in (old, new)}
+    for round_ in range(args.rounds):
+        for name, src in ((old, source), (new, None))[:: 1 if round_ % 2 == 0 else -1]:
+            parsed[name].append(parse_cpu_us(src, body, 2000))
+    a, b = statistics.median(parsed[old]), statistics.median(parsed[new])
+    rows.append(
+        (
+            "in process: read the request, frame the answer (CPU us)",
+            f"2000 x {args.rounds}",
+            f"{a:.1f} us",
+            f"{b:.1f} us",
+            f"{b - a:+.1f} us",
+            f"{b / a:.2f}x",
+            "",
+            "",
+        )
+    )
     load = os.getloadavg()[0]
     print(
         f"reference endpoint per call, hand-written parser against httptools, side by side; median of "
@@ -199,7 +253,7 @@ def main() -> None:
         markdown_table(
             (
                 "loop",
-                "calls",
+                "calls x rounds",
                 "before ms/call",
                 "after ms/call",
                 "after - before",

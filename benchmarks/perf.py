@@ -73,6 +73,12 @@ BLOCKS: dict[str, Block] = {
         "## Performance (issue 15)", stages=("card", "generate", "runner", "startup")
     ),
     "view": Block("## View report (issue 23)", stages=("view",)),
+    "reference-http": Block(
+        "## What a server sends, read within bounds (issue 33)", "bench_reference_http.py"
+    ),
+    "received": Block(
+        "## What a server sends, read within bounds (issue 33)", "bench_received.py"
+    ),
 }
 
 

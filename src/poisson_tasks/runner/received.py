@@ -74,11 +74,12 @@ _COUNTED: dict[type, type] = {}
 
 def _counted_type(stream: Any) -> type:
     """_Counted as a subclass of the stream's own AsyncByteStream (httpx2's, or httpx's under
-    openai 2), which the client checks the stream against; made once per package."""
-    base = next(c for c in type(stream).__mro__ if c.__name__ == "AsyncByteStream")
-    if base not in _COUNTED:
-        _COUNTED[base] = type("CountedBody", (_Counted, base), {})
-    return _COUNTED[base]
+    openai 2), which the client checks the stream against; made once per stream type."""
+    kind = type(stream)
+    if kind not in _COUNTED:
+        base = next(c for c in kind.__mro__ if c.__name__ == "AsyncByteStream")
+        _COUNTED[kind] = type("CountedBody", (_Counted, base), {})
+    return _COUNTED[kind]
 
 
 def _refused(response: Any, reason: str, head: bytes | bytearray = b"") -> BodyRefused:
@@ -87,11 +88,16 @@ def _refused(response: Any, reason: str, head: bytes | bytearray = b"") -> BodyR
 
 async def limit_body(response: Any) -> None:
     """The client's response hook: refuse an encoded body or one announced longer than the bound
-    at once, and count every other body's bytes as they arrive."""
+    at once, and count the bytes of a body with no length announced (chunked, or ended by the
+    connection's close) as they arrive."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("", "identity"):
         raise _refused(response, f"a body encoded as {encoding!r}, which was not asked for")
     length = response.headers.get("content-length", "").strip()
-    if length.isascii() and length.isdigit() and int(length) > MAX_BODY_BYTES:
-        raise _refused(response, f"a body of {int(length):,} bytes, more than {MAX_BODY_BYTES:,}")
+    if length.isascii() and length.isdigit():
+        if int(length) > MAX_BODY_BYTES:
+            raise _refused(
+                response, f"a body of {int(length):,} bytes, more than {MAX_BODY_BYTES:,}"
+            )
+        return  # HTTP/1.1 reads no more than an announced length: nothing left to count
     response.stream = _counted_type(response.stream)(response.stream, response, MAX_BODY_BYTES)
