@@ -76,9 +76,7 @@ BLOCKS: dict[str, Block] = {
     "reference-http": Block(
         "## What a server sends, read within bounds (issue 33)", "bench_reference_http.py"
     ),
-    "received": Block(
-        "## What a server sends, read within bounds (issue 33)", "bench_received.py"
-    ),
+    "received": Block("## What a server sends, read within bounds (issue 33)", "bench_received.py"),
 }
 
 
