@@ -492,9 +492,13 @@ class Endpoint:
             except (openai.APITimeoutError, TimeoutError):
                 kind = "timeout"
                 failures.append(_no_response(kind, time.perf_counter() - t0))
-            except openai.APIConnectionError:
-                kind = "connection"
-                failures.append(_no_response(kind, time.perf_counter() - t0))
+            except openai.APIConnectionError as exc:
+                if isinstance(exc.__cause__, BodyRefused):  # openai 2 wraps what its send raised
+                    kind = "refused_body"
+                    failures.append(refused_evidence(exc.__cause__, self._secret))
+                else:
+                    kind = "connection"
+                    failures.append(_no_response(kind, time.perf_counter() - t0))
             else:
                 try:
                     # the one place a completion enters: read within boundedjson's depth, and
