@@ -198,3 +198,55 @@ def test_the_views_title_is_the_folders_name_as_text(tmp_path: Path) -> None:
     head = page.decode().split("</header>", 1)[0]
     assert "<b>" not in head and "&lt;b&gt;" in head
     assert "\x1b" not in head and "\u202e" not in head and "\\x1b[2J\\u202e" in head
+
+
+def test_probe_md_prints_a_served_model_folder_and_disclosure_as_text() -> None:
+    """probe.md, the knob probe's own Markdown, prints what the registration chose as text."""
+    from poisson_tasks.probe.figures import ProbeResult, RunProvenance
+    from poisson_tasks.probe.render import render_probe
+
+    provenance = RunProvenance(
+        model="m",
+        phase="arms",
+        folder=FORGED,
+        served_model=FORGED + " | x",
+        provider="openai-compatible",
+        episodes=1,
+        sessions=1,
+        stop_reasons=["complete"],
+        preregistration_hash="0" * 64,
+        seed_list_hash="0" * 64,
+        generator_hash="0" * 64,
+        engine_hash="0" * 64,
+        vocabulary_hash="0" * 64,
+        package_version="0",
+        records_sha256="0" * 64,
+    )
+    result = ProbeResult(
+        name="p",
+        registration_hash="0" * 64,
+        reference_policies=False,
+        models=["m"],
+        tasks=1,
+        attempts=1,
+        rule="r",
+        rows=[],
+        unmeasured=[],
+        contrasts=[],
+        phase1=[],
+        arm_runs=[],
+        disclosures=[FORGED],
+        provenance=[provenance],
+    )
+    md = render_probe(result)
+    out = MarkdownIt("commonmark").enable("table").render(md)
+    assert "<img" not in out and "<script" not in out
+    assert [x for x in md.splitlines() if x.startswith("## ")] == [
+        "## Contrasts",
+        "## Arm attempts",
+        "## Disclosures",
+        "## Provenance",
+    ]
+    row = next(x for x in md.splitlines() if x.startswith("| m | arms |"))
+    assert row.count(" | ") == 9  # ten cells: no value opened another
+    assert "\x1b" not in md and "\u202e" not in md
