@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import multiprocessing
 import os
-import socket
 import statistics
 import subprocess
 import time
@@ -39,8 +38,10 @@ from typing import Any
 import httpx2
 import openai
 import orjson
+from bench_reference import run_raw  # the raw keep-alive socket loop
 from common import ROOT, command_line, markdown_table  # the one table format
 
+from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.generator import generate
 from poisson_tasks.reference import server as current_server
 from poisson_tasks.reference.app import ReferenceApp, Response
@@ -119,24 +120,9 @@ class Server:
         self.process.join(10)
 
 
-def request_body() -> bytes:
-    bundle = generate("depth:d3", 0)
+def request_body(bundle: TaskBundle) -> bytes:
+    """The oracle's first request of `bundle`, as bench_reference.run_raw sends it."""
     return orjson.dumps({"model": "oracle", "messages": bundle.messages(), "tools": bundle.tools})
-
-
-def raw_loop(port: int, body: bytes, n: int) -> float:
-    """Seconds for `n` requests on one keep-alive socket, one at a time."""
-    head = f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {len(body)}\r\n\r\n"
-    request = head.encode() + body
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        t = time.perf_counter()
-        for _ in range(n):
-            sock.sendall(request)
-            data = b""
-            while not data.endswith(b"}"):
-                data += sock.recv(1 << 16)
-        return time.perf_counter() - t
 
 
 def post_loop(port: int, body: bytes, n: int, concurrency: int) -> float:
@@ -183,14 +169,15 @@ def main() -> None:
         check=True,
     ).stdout
     assert "httptools" not in source, f"{args.before}'s server already reads HTTP with httptools"
-    body = request_body()
+    bundle = generate("depth:d3", 0)
+    body = request_body(bundle)
     servers = [
         Server(f"hand-written ({args.before})", source),
         Server("httptools (this checkout)", None),
     ]
     n = args.requests
     loops: list[tuple[str, Callable[[int], float], int]] = [
-        ("raw socket, one at a time", lambda port: raw_loop(port, body, n), n),
+        ("raw socket, one at a time", lambda port: run_raw("127.0.0.1", port, bundle, n)[1], n),
         ("post(), concurrency 1", lambda port: post_loop(port, body, n // 2, 1), n // 2),
         ("post(), concurrency 16", lambda port: post_loop(port, body, n // 2, 16), n // 2),
     ]

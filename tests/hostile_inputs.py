@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from endpoint_double import MODEL, Answer, Seen, reply_text
+from endpoint_double import Answer, Seen, reply_text
+from test_key_defects import document
 
 from poisson_tasks.boundedjson import MAX_DEPTH
 from poisson_tasks.runner.received import MAX_BODY_BYTES
@@ -155,39 +156,11 @@ SCENARIOS: dict[str, Scenario | Request] = {
 
 
 def preregistration(scenario: Scenario, base_url: str) -> dict[str, Any]:
-    """A one-task run against the double, with the scenario's changes."""
-    doc: dict[str, Any] = {
-        "format": "poisson-tasks/preregistration@1",
-        "name": "hostile",
-        "model": {
-            "provider": "openai-compatible",
-            "model": MODEL,
-            "base_url": base_url,
-            "api_key_env": KEY_ENV,
-            **scenario.model,
-        },
-        "decoding": {
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "reasoning_effort": None,
-            "max_completion_tokens": 256,
-        },
-        "design": {
-            "arms": ["depth:d2"],
-            "tasks": 1,
-            "attempts": 1,
-            "seed_string": "hostile-table",
-            "slack": 0,
-            "horizon": 3,
-        },
-        "budget": {"tokens": 5_000_000, "wall_clock_s": 60},
-        "execution": {
-            "concurrency": 1,
-            "max_retries": 1,
-            "backoff_s": 0.001,
-            "backoff_max_s": 0.01,
-            "request_timeout_s": 20,
-        },
-        **scenario.top,
-    }
-    return doc
+    """A one-task run against the double (test_key_defects.document), with the scenario's
+    changes."""
+    doc = document(base_url, api_key_env=KEY_ENV, **scenario.model)
+    doc["name"] = "hostile"
+    doc["design"]["seed_string"] = "hostile-table"
+    doc["budget"]["wall_clock_s"] = 60
+    doc["execution"]["request_timeout_s"] = 20
+    return {**doc, **scenario.top}

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
 import pytest
 import yaml
 from endpoint_double import serve
 from hostile_inputs import KEY_ENV, SCENARIOS, Request, Scenario, preregistration
 from markdown_it import MarkdownIt
+from test_bad_inputs import alarm
+from test_reference_http import exchange
 
 from poisson_tasks.cli import run_cli
 from poisson_tasks.reference import ReferenceServer, start_reference_server
@@ -45,24 +43,6 @@ def _rows() -> list[tuple[str, str, int, str]]:
 ROWS = _rows()
 RUN_ROWS = [row for row in ROWS if not isinstance(SCENARIOS[row[0]], Request)]
 HTTP_ROWS = [row for row in ROWS if isinstance(SCENARIOS[row[0]], Request)]
-
-
-class RowHung(Exception):
-    """A row that ran past ROW_SECONDS."""
-
-
-@contextmanager
-def alarm(seconds: int) -> Iterator[None]:
-    def ring(signum: int, frame: FrameType | None) -> None:
-        raise RowHung(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def leaks(blob: bytes, secret: str) -> list[str]:
@@ -153,22 +133,6 @@ def reference() -> Iterator[ReferenceServer]:
         yield srv
 
 
-def _exchange(server: ReferenceServer, payload: bytes) -> bytes:
-    with socket.create_connection((server.host, server.port), timeout=2) as sock:
-        sock.sendall(payload)
-        data = b""
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline:
-            try:
-                chunk = sock.recv(65536)
-            except (TimeoutError, ConnectionResetError):
-                break
-            if not chunk:
-                break
-            data += chunk
-        return data
-
-
 @pytest.mark.parametrize(
     ("name", "command", "code", "becomes"), HTTP_ROWS, ids=[r[0] for r in HTTP_ROWS]
 )
@@ -178,11 +142,11 @@ def test_each_http_row(
     request = SCENARIOS[name]
     assert isinstance(request, Request) and command == "serve-reference"
     t0 = time.monotonic()
-    data = _exchange(reference, request.payload)
+    data = exchange(reference, request.payload, 2.0)
     assert time.monotonic() - t0 < 2.5
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(f"HTTP/1.1 {code} ".encode()), data[:200]
     message = json.loads(body)["error"]["message"].replace("`", "")
     assert first_code(becomes) in message, message
-    healthy = _exchange(reference, b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+    healthy = exchange(reference, b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
     assert healthy.startswith(b"HTTP/1.1 200 ")
