@@ -78,6 +78,10 @@ BLOCKS: dict[str, Block] = {
     ),
     "refusals": Block("## Hostile input refused fast (issue 33)", stages=("refusal",)),
     "mainjob": Block("## The main job (issue 34)", stages=("mainjob",)),
+    "reference-http": Block(
+        "## What a server sends, read within bounds (issue 33)", "bench_reference_http.py"
+    ),
+    "received": Block("## What a server sends, read within bounds (issue 33)", "bench_received.py"),
 }
 
 

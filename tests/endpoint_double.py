@@ -34,6 +34,7 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     trickle_bps: float | None = None
     length: int | None = None  # a Content-Length to announce (a truncated body announces more)
+    unannounced: bool = False  # no Content-Length: the body ends when the connection closes
 
 
 @dataclass
@@ -102,7 +103,11 @@ class Double:
                 )
                 self.send_response(answer.status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(answer.length or len(raw)))
+                if answer.unannounced:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                else:
+                    self.send_header("Content-Length", str(answer.length or len(raw)))
                 for k, v in answer.headers.items():
                     self.send_header(k, v)
                 self.end_headers()

@@ -8,6 +8,7 @@ other place a key can be put.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,100 @@ def test_12_a_version_that_is_a_list_is_unreadable(tmp_path: Path) -> None:
     serving = json.loads((out / "run.json").read_text())["serving"]
     assert serving["stack_version"] == "unreadable" and "context_window" not in serving
     assert "- serving stack: ollama unreadable" in (out / "card" / "card.md").read_text()
+
+
+# --------------------------------------------------------------------------- issue 33, item 7
+
+LETTERS = "QmxTvRnKpWzYhBcJdLfGsEab"  # a key of letters only: no known shape, no digit
+
+
+def test_33_7a_an_error_quoting_a_value_equal_to_the_key_never_repeats_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value that is the key, quoted by an error line, is described by its length; a line that
+    quotes it otherwise (a flag's value) has it redacted."""
+    monkeypatch.setenv(ENV, LETTERS)
+    doc = document("http://127.0.0.1:9/v1", api_key_env=ENV)
+    doc["format"] = LETTERS
+    res = cli.invoke(app, ["run", str(write(tmp_path, doc)), "--out", str(tmp_path / "run")])
+    assert res.exit_code == 2 and any(
+        line.startswith("error: format:") for line in errors(res.output)
+    )
+    assert "a value of 24 characters that could be a credential" in res.output
+    res = cli.invoke(app, ["card", str(tmp_path), "--compare", LETTERS])
+    assert res.exit_code == 2 and errors(res.output)
+    assert not leaks(res.output, LETTERS), res.output
+
+
+def _strings_decoded(value: Any) -> list[str]:
+    """Every string of a JSON value, and every string of any string that is itself JSON, read
+    as a reader would read it (json.loads, as deep as it goes)."""
+    out: list[str] = []
+    if isinstance(value, str):
+        out.append(value)
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            inner = None
+        if isinstance(inner, dict | list | str):
+            out += _strings_decoded(inner)
+    elif isinstance(value, dict):
+        for key, nested in value.items():
+            out += [key, *_strings_decoded(nested)]
+    elif isinstance(value, list):
+        for nested in value:
+            out += _strings_decoded(nested)
+    return out
+
+
+@pytest.mark.parametrize("levels", [1, 2], ids=["as \\u escapes", "escaped twice"])
+def test_33_7b_a_key_spelled_in_json_escapes_inside_the_arguments_is_never_decodable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, levels: int
+) -> None:
+    monkeypatch.setenv(ENV, KEY)
+    spelled = "".join("\\" * levels + f"u{ord(c):04x}" for c in KEY)
+
+    def script(seen: Seen, oracle: dict[str, Any]) -> Answer:
+        for call in oracle["choices"][0]["message"].get("tool_calls") or []:
+            arguments = call["function"]["arguments"]
+            call["function"]["arguments"] = arguments[:-1] + ', "note": "' + spelled + '"}'
+        return Answer(200, oracle)
+
+    out = tmp_path / "run"
+    with serve(script) as double:
+        printed = run_and_card(write(tmp_path, document(double.base_url, api_key_env=ENV)), out)
+    printed += cli.invoke(app, ["view", str(out), "--out", str(tmp_path / "v.html")]).output
+    assert (out / "card" / "card.md").is_file()
+    lines = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    assert lines and all(not leaks(s, KEY) for x in lines for s in _strings_decoded(x))
+    page = (tmp_path / "v.html").read_text()
+    assert not leaks(written(out) + page + printed, KEY)
+    spelled = re.sub(r"\\+u([0-9a-fA-F]{4})", lambda m: chr(int(m[1], 16)), page)
+    assert not leaks(spelled, KEY)  # nor spelled in escapes
+
+
+def test_33_7c_a_run_folder_named_with_the_key_is_refused_and_never_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV, KEY)
+    named = tmp_path / f"run-{KEY[3:15]}"
+    with serve() as double:
+        path = write(tmp_path, document(double.base_url, api_key_env=ENV))
+        res = cli.invoke(app, ["run", str(path), "--out", str(named), "--quiet"])
+        assert not double.requests
+    assert res.exit_code == 2 and not named.exists()
+    assert errors(res.output)[0].startswith("error: the run folder's path: holds the API key")
+    assert not leaks(res.output, KEY)
+    with serve() as double:  # a folder made elsewhere, then named so: view shows no key
+        path = write(tmp_path, document(double.base_url, api_key_env=ENV), "second.yaml")
+        assert (
+            cli.invoke(app, ["run", str(path), "--out", str(tmp_path / "r"), "--quiet"]).exit_code
+            == 0
+        )
+    (tmp_path / "r").rename(named)
+    res = cli.invoke(app, ["view", str(named), "--out", str(tmp_path / "v.html")])
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "v.html").read_text()
+    head = page.split("</header>", 1)[0]
+    assert "<title>" in head and "[redacted]" in head
+    assert not leaks(page + res.output, KEY)

@@ -12,6 +12,7 @@ known prefix): it is found by its value. The tests after the table hold one defe
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +39,15 @@ def pieces(secret: str) -> list[bytes]:
     return [secret[i : i + 8].encode() for i in range(len(secret) - 7)]
 
 
+# A character spelled as a JSON escape at any depth (any number of backslashes before the u).
+_SPELLED = re.compile(rb"\\+u([0-9a-fA-F]{4})")
+
+
 def leaks(blob: bytes, secret: str = KEY) -> list[str]:
-    """The 8-character pieces of `secret` found in `blob` (none: nothing leaked)."""
-    return [piece.decode() for piece in pieces(secret) if piece in blob]
+    """The 8-character pieces of `secret` found in `blob`, as written or with every JSON escape
+    read as its character (none: nothing leaked)."""
+    readable = _SPELLED.sub(lambda m: chr(int(m[1], 16)).encode("utf-8", "replace"), blob)
+    return [piece.decode() for piece in pieces(secret) if piece in blob or piece in readable]
 
 
 # --------------------------------------------------------------------------- the table
@@ -205,6 +212,22 @@ PLACEMENTS = [
         script=on_call(lambda call: call["function"].__setitem__("name", KEY)),
     ),
     Placement("tool call arguments", script=on_call(arguments)),
+    Placement(
+        "tool call arguments spelling the key in \\u escapes",
+        script=on_call(
+            lambda call: call["function"].__setitem__(
+                "arguments",
+                call["function"]["arguments"][:-1]
+                + ', "note": "'
+                + "".join(f"\\u{ord(c):04x}" for c in KEY)
+                + '"}',
+            )
+        ),
+    ),
+    Placement(
+        "content spelling a piece in \\u escapes",
+        script=every_reply(message("content", "".join(f"\\u{ord(c):04x}" for c in PIECE))),
+    ),
     Placement(
         "tool call arguments not JSON",
         script=on_call(lambda call: call["function"].__setitem__("arguments", "{" + KEY)),

@@ -69,12 +69,23 @@ _reported: list[int] = []  # exit statuses whose line a verb already printed
 
 
 def _say(prefix: str, text: str) -> None:
-    """One line on stderr, `prefix: text`: a credential-shaped run in it hidden (credentials.masked,
-    whoever built the message) and its control characters escaped (errors.escape_controls), so a
-    value quoted from the input never starts a second line."""
-    from poisson_tasks.credentials import masked
+    """One line on stderr, `prefix: text`: the value of any environment secret in it redacted and
+    a credential-shaped run hidden (credentials.without_environment_secrets and masked, whoever
+    built the message), and its control characters escaped (errors.escape_controls), so a value
+    quoted from the input never starts a second line."""
+    from poisson_tasks.credentials import masked, without_environment_secrets
 
-    typer.echo(f"{prefix}: {escape_controls(masked(text))}", err=True)
+    shown = masked(without_environment_secrets(text))
+    typer.echo(f"{prefix}: {escape_controls(shown)}", err=True)
+
+
+def _line(text: str, err: bool = False) -> None:
+    """One report line (a summary, a path written), as an error line is printed (_say): a
+    folder's name, a shard's, or a server's words in it never show an environment secret nor
+    drive the terminal."""
+    from poisson_tasks.credentials import without_environment_secrets
+
+    typer.echo(escape_controls(without_environment_secrets(text)), err=err)
 
 
 def _fail(exc: PoissonError) -> typer.Exit:
@@ -209,7 +220,7 @@ def view(
     if out is None:
         raise PoissonError("--out is required: the HTML file to write, e.g. --out report.html")
     report = write_view(out, target, published)
-    typer.echo(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
+    _line(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
     for line in ([report.refusal] if report.refusal else []) + report.task_problems[:5]:
         _say("note", line)
 
@@ -393,7 +404,7 @@ def card(
             f"{target} does not exist: give a run folder or a pre-registration YAML file"
         )
     for path in made.written:
-        typer.echo(str(path), err=True)
+        _line(str(path), err=True)
     for note in made.notes:
         _say("note", note)
     artifact = made.artifact
@@ -423,7 +434,7 @@ def _run_then_card(
 
     def report(summary: RunSummary) -> None:  # before the card, so a refused card has it too
         for line in summary_lines(summary):
-            typer.echo(line, err=True)
+            _line(line, err=True)
 
     result, made = card_study(
         source, run_dir, out, plot=plot, show_progress=False if quiet else None, on_run=report
@@ -536,7 +547,7 @@ def run(
         accept_serving_change=accept_serving_change,
     )
     for line in summary_lines(summary):
-        typer.echo(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
+        _line(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
     for alarm in alarm_lines(summary):
         _say("error", alarm)
     raise typer.Exit(summary.exit_code)
@@ -591,7 +602,7 @@ def replay(
         base_url=base_url,
     )
     for line in result.lines():
-        typer.echo(line)
+        _line(line)
     for alarm in alarm_lines(result.summary):  # as `run` prints them: one `error:` line each
         _say("error", alarm)
     raise typer.Exit(result.summary.exit_code)
@@ -623,7 +634,7 @@ def merge(
         raise PoissonError("give --out DIR: the new run folder the merge is written into")
     summary = merge_shards(list(folders), out)
     for line in summary.lines_printed():
-        typer.echo(line)
+        _line(line)
 
 
 @app.command()

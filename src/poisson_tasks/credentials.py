@@ -3,22 +3,26 @@
 Three uses, one set of definitions (docs/commands.md, "Keys: what is redacted and what is refused"):
 
 - `redact` and `scrub` remove the run's API key, every 8-character piece of it, and anything shaped
-  like a credential from text and JSON-like values. The runner applies them where server data
-  enters (every response body and header, every serving-facts answer, every message built from
-  them), so nothing a server sends can carry the key into a file or onto the terminal.
+  like a credential from text and JSON-like values, also where JSON escapes spell them (\u0041,
+  at any depth of JSON inside JSON: a tool call's arguments). The runner applies them where
+  server data enters (every response body and header, every serving-facts answer, every message
+  built from them), so nothing a server sends can carry the key into a file or onto the terminal.
 - `credential_shaped` says whether a string holds something shaped like a credential (the common
   key prefixes, AWS key ids, bearer tokens, JWTs); a pre-registration holding one anywhere is
   refused at validate time, naming the field and never the value.
 - `shown` is how an error message quotes a value a user wrote: a string that could be a
   credential, or anything that is not a plain scalar, is described rather than repeated; and
   `masked` hides every credential-shaped run inside a message already built (the CLI passes every
-  `error:` line through it).
+  `error:` line through it). Whatever their shape, the values of the environment's secrets
+  (`environment_secrets`: variables named KEY, TOKEN, ...) are described by `shown` and redacted
+  from every line the CLI prints about an error (`without_environment_secrets`).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -31,6 +35,7 @@ __all__ = [
     "SECRET_PIECE",
     "could_be_credential",
     "credential_shaped",
+    "environment_secrets",
     "fields_where",
     "holds_secret",
     "masked",
@@ -38,6 +43,8 @@ __all__ = [
     "scrub",
     "secret_pieces",
     "shown",
+    "unescaped",
+    "without_environment_secrets",
 ]
 
 SECRET_PIECE = 8  # any run of this many characters of the key is redacted
@@ -150,7 +157,9 @@ def shown(value: Any) -> str:
     if isinstance(value, str):
         if "://" in value:
             return _shown_url(value)
-        if could_be_credential(value):
+        if could_be_credential(value) or any(
+            holds_secret(value, secret) or secret in value for secret in environment_secrets()
+        ):
             return f"a value of {len(value)} characters that could be a credential (not shown)"
         text = repr(value)
         return text if len(text) <= _SHOWN_WIDTH else text[: _SHOWN_WIDTH - 1] + "…"
@@ -192,6 +201,35 @@ def holds_secret(text: str, secret: str | None) -> bool:
     return bool(secret) and any(piece in text for piece in secret_pieces(secret or ""))
 
 
+# Environment variables whose names say they hold a secret: OPENAI_API_KEY, HF_TOKEN, the
+# variable a pre-registration's model.api_key_env names when it is named so, ...
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of the environment's variables whose names say they hold a secret (KEY, TOKEN,
+    SECRET, PASSWORD, CREDENTIAL), each of at least SECRET_PIECE characters with no whitespace
+    and not a path: what a message must never repeat, whatever its shape."""
+    env = os.environ if environ is None else environ
+    return [
+        value
+        for name, value in env.items()
+        if _SECRET_NAME.search(name)
+        and len(value) >= SECRET_PIECE
+        and not value.startswith(("/", "~"))
+        and not any(char.isspace() for char in value)
+    ]
+
+
+def without_environment_secrets(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """`text` with the value of every environment secret, and every 8-character piece of it,
+    redacted (the CLI passes every line it prints about an error through this)."""
+    for secret in environment_secrets(environ):
+        if holds_secret(text, secret):
+            text = redact(text, secret)
+    return text
+
+
 def redact(text: str, secret: str | None) -> str:
     """Remove the API key, every 8-character piece of it, and anything shaped like a key."""
     return _redact(text, secret, secret_pieces(secret) if secret else frozenset())
@@ -204,25 +242,79 @@ def _redact(text: str, secret: str | None, pieces: frozenset[str]) -> str:
         # Whether any piece occurs, by the string search in C: on a text without one (nearly
         # every text) the position-by-position pass below would change nothing.
         if any(piece in text for piece in pieces):
-            piece_length = min(SECRET_PIECE, len(secret))
-            covered = [False] * len(text)
-            for position in range(len(text) - piece_length + 1):
-                if text[position : position + piece_length] in pieces:
-                    covered[position : position + piece_length] = [True] * piece_length
-            out: list[str] = []
-            position = 0
-            while position < len(text):
-                if covered[position]:
-                    while position < len(text) and covered[position]:
-                        position += 1
-                    out.append(REDACTED)
-                else:
-                    out.append(text[position])
-                    position += 1
-            text = "".join(out)
+            text = _cut(text, _piece_spans(text, pieces, min(SECRET_PIECE, len(secret))))
+    if _ESCAPED_CHAR_HINT.search(text):
+        text = _redact_escaped(text, pieces, min(SECRET_PIECE, len(secret or "")))
     if not any(prefix in text for prefix in _REDACTED_PREFIXES):
         return text
     return REDACTED_SHAPE.sub(REDACTED, text)
+
+
+def _piece_spans(text: str, pieces: frozenset[str], length: int) -> list[tuple[int, int]]:
+    """Where a piece of the key stands in `text`: (start, end) of each occurrence."""
+    return [
+        (position, position + length)
+        for position in range(len(text) - length + 1)
+        if text[position : position + length] in pieces
+    ]
+
+
+def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with every run that the spans cover replaced by one [redacted]."""
+    if not spans:
+        return text
+    covered = [False] * len(text)
+    for start, end in spans:
+        covered[start:end] = [True] * (end - start)
+    out: list[str] = []
+    position = 0
+    while position < len(text):
+        if covered[position]:
+            while position < len(text) and covered[position]:
+                position += 1
+            out.append(REDACTED)
+        else:
+            out.append(text[position])
+            position += 1
+    return "".join(out)
+
+
+# A character written as a JSON escape (\u0041, or \/), at any depth of JSON inside JSON (so any
+# number of backslashes): a server can spell the key so inside a string that is itself JSON (a
+# tool call's arguments), where a reader who parses it gets the key back.
+_ESCAPED_CHAR = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|(/))")
+_ESCAPED_CHAR_HINT = re.compile(r"\\+[u/]")
+
+
+def unescaped(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """`text` with each JSON-escaped character read as that character, and for each character of
+    the result the (start, end) it came from in `text`."""
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for match in _ESCAPED_CHAR.finditer(text):
+        for offset in range(position, match.start()):
+            out.append(text[offset])
+            spans.append((offset, offset + 1))
+        out.append(chr(int(match[1], 16)) if match[1] is not None else "/")
+        spans.append((match.start(), match.end()))
+        position = match.end()
+    for offset in range(position, len(text)):
+        out.append(text[offset])
+        spans.append((offset, offset + 1))
+    return "".join(out), spans
+
+
+def _redact_escaped(text: str, pieces: frozenset[str], length: int) -> str:
+    """`text` with the key, a piece of it, or a credential's shape redacted where JSON escapes
+    spell it (read as characters, then cut where they stood)."""
+    decoded, origin = unescaped(text)
+    found = _piece_spans(decoded, pieces, length) if pieces else []
+    if any(prefix in decoded for prefix in _REDACTED_PREFIXES):
+        found += [m.span() for m in REDACTED_SHAPE.finditer(decoded)]
+    spans = [(origin[start][0], origin[end - 1][1]) for start, end in found if end > start]
+    # only what an escape spelled: a run read literally was handled by the literal pass
+    return _cut(text, [span for span in spans if _ESCAPED_CHAR.search(text, *span)])
 
 
 def scrub(obj: Any, secret: str | None) -> Any:
@@ -248,12 +340,15 @@ def _may_hold_key(obj: Any, secret: str, pieces: frozenset[str]) -> bool:
         except TypeError:  # orjson's JSONEncodeError: a value it cannot write
             pass
         else:
-            return any(piece.encode() in text for piece in pieces) or any(
-                prefix in text for prefix in _REDACTED_PREFIX_BYTES
-            )
+            if b"\\\\u" not in text and b"\\\\/" not in text:  # no string spells a character
+                return any(piece.encode() in text for piece in pieces) or any(
+                    prefix in text for prefix in _REDACTED_PREFIX_BYTES
+                )
     texts: list[str] = []
     _strings(obj, texts)
     joined = "\0".join(texts)
+    if _ESCAPED_CHAR_HINT.search(joined):
+        joined += "\0" + unescaped(joined)[0]
     return any(piece in joined for piece in pieces) or _keyish(joined)
 
 

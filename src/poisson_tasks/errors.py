@@ -27,31 +27,20 @@ fix in one line.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
-
-# Characters that would end a message's line or drive the terminal: C0 and C1 controls and DEL
-# (category Cc), the Unicode line and paragraph separators, and the bidirectional overrides.
-_BIDI = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def escape_controls(text: str) -> str:
-    """`text` with every control character written as an escape (\\n, \\r, \\x1b, \\u2028 ...), so
-    a value quoted from the input can neither start a second line nor drive the terminal. The
-    one function every printed error line passes through (cli.py)."""
+    """`text` with every character that is not printable (str.isprintable: C0 and C1 controls and
+    DEL, the line and paragraph separators, format characters such as the bidirectional overrides
+    and zero-width spaces, spaces other than U+0020, unassigned code points) written as its Python
+    escape (\\n, \\r, \\x1b, \\u202e ...), so a value quoted from the input can neither start a
+    second line, drive the terminal, nor reorder the text around it. The one definition of the
+    rule: every printed error line passes through it (cli.py), and so does every supplied string
+    a card, a page or a terminal prints (supplied.py)."""
     if text.isprintable():  # the usual case: nothing to escape
         return text
-    out: list[str] = []
-    for char in text:
-        if char in _NAMED:
-            out.append(_NAMED[char])
-        elif char in _BIDI or unicodedata.category(char) in ("Cc", "Zl", "Zp"):
-            code = ord(char)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(char)
-    return "".join(out)
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
 
 
 class PoissonError(Exception):

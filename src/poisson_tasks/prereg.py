@@ -71,6 +71,7 @@ from poisson_tasks.resolution import (
     resolution_of,
 )
 from poisson_tasks.seeding import validate_seed_line
+from poisson_tasks.supplied import terminal
 from poisson_tasks.yamlfile import YamlLimits, YamlRefused, load_json_yaml
 
 FORMAT = "poisson-tasks/preregistration@1"
@@ -1297,11 +1298,11 @@ def describe_plan(plan: Plan) -> str:
     pr = plan.preregistration
     resolution = plan.resolution
     lines = [
-        f"pre-registration {pr.name} ({plan.source or 'in memory'}): valid",
-        f"  model        {pr.model.provider} {pr.model.model}"
-        + (f" @ {pr.model.revision}" if pr.model.revision else ""),
+        f"pre-registration {pr.name} ({terminal(plan.source or 'in memory')}): valid",
+        f"  model        {pr.model.provider} {terminal(pr.model.model)}"
+        + (f" @ {terminal(pr.model.revision)}" if pr.model.revision else ""),
         f"  arms         {len(plan.arms)}: {', '.join(plan.arms)}",
-        f"  seeds        {len(plan.seeds)} from {pr.design.seed_string!r}, "
+        f"  seeds        {len(plan.seeds)} from {terminal(repr(pr.design.seed_string))}, "
         f"seed_list_hash {plan.seed_list_hash}",
         f"  episodes     {plan.episodes} ({counted(len(plan.arms), 'arm')} x "
         f"{counted(len(plan.seeds), 'task')} x {counted(plan.attempts, 'attempt')})",
@@ -1324,7 +1325,8 @@ def describe_plan(plan: Plan) -> str:
     )
     if plan.own_tools is not None:
         lines.append(
-            f"  own tools    {len(plan.own_tools.tools)} from {plan.own_tools.source} (sha256 "
+            f"  own tools    {len(plan.own_tools.tools)} from {terminal(plan.own_tools.source)} "
+            "(sha256 "
             f"{plan.own_tools.sha256[:16]}), in place of the read tools"
         )
     lines.append(f"  concurrency  {pr.execution.concurrency}")

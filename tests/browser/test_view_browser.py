@@ -54,6 +54,7 @@ FLAGS = (
     "--no-first-run",
     "--window-size=1400,1000",
 )
+REORDERED = "\u202egnp.exe\x1b[31m"  # a right-to-left override and a terminal escape
 HOSTILE = (
     '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
     '<a href="javascript:window.__pwned=3">click</a>'
@@ -210,7 +211,7 @@ def test_hostile_transcripts_do_nothing(driver: webdriver.Chrome, tmp_path: Path
 
     def edit(doc: dict[str, Any]) -> None:
         transcript = doc["transcript"]
-        transcript["messages"][-1]["content"] = f"<think>{HOSTILE}</think>{HOSTILE}"
+        transcript["messages"][-1]["content"] = f"<think>{HOSTILE}</think>{HOSTILE}{REORDERED}"
         transcript["failed_responses"] = [{"status": 500, "body": HOSTILE}]
         doc["error"] = HOSTILE
 
@@ -223,8 +224,64 @@ def test_hostile_transcripts_do_nothing(driver: webdriver.Chrome, tmp_path: Path
     _wait(driver, "[data-role=verdict]")
     panel = driver.find_element(By.ID, "panelbody")
     assert "<script>window.__pwned=1</script>" in panel.text
+    assert "\\u202egnp.exe\\x1b[31m" in panel.text and "\u202e" not in panel.text  # as card.md
     assert panel.find_elements(By.CSS_SELECTOR, "[data-role=think]")
     assert driver.execute_script("return window.__pwned === undefined")
     assert not driver.find_elements(By.CSS_SELECTOR, "#panelbody img, #panelbody a, img[onerror]")
     _shot(driver, "7-hostile-episode")
     _quiet(driver, url)
+
+
+THAI = "สวัสดี"  # one token of a script with no spaces, the slowest to lay out of those tried
+
+
+@pytest.mark.parametrize("size", [1_000_000, 3_000_000], ids=["1 MB", "3 MB"])
+def test_a_long_unbroken_reply_opens_its_episode_under_a_second(
+    driver: webdriver.Chrome, tmp_path: Path, size: int
+) -> None:
+    """A model that degenerates into one token repeated without a space (made up here): the
+    episode's panel opens in under a second, the reply shown cut with buttons for the rest."""
+    reply = (THAI * (size // len(THAI) + 1))[:size]
+
+    def edit(doc: dict[str, Any]) -> None:
+        transcript = doc["transcript"]
+        transcript["messages"][-1]["content"] = reply
+        transcript["responses"][-1]["choices"][0]["message"]["content"] = reply
+
+    folder = small_run(tmp_path / "run", arms=("depth:d1",), seeds=1, edit=edit)
+    out = tmp_path / "long.html"
+    write_view(out, folder)
+    url = _open(driver, out)
+    _click(driver, driver.find_element(By.CSS_SELECTOR, 'button.open[data-arm="depth:d1"]'))
+    line = _wait(driver, "[data-role=episodes] tr.ep")[0].get_attribute("data-line")
+    driver.set_script_timeout(120)
+    elapsed = driver.execute_async_script(OPEN_EPISODE, "depth:d1", line)
+    print(f"a {size:,}-character unbroken reply: its episode panel open in {elapsed:.0f} ms")
+    assert elapsed < 1000
+    long = driver.find_elements(By.CSS_SELECTOR, "#panelbody [data-role=turn] [data-role=long]")
+    assert long and len(long[0].text) < 5_000 + 200  # cut at 5,000, and its buttons
+    more = long[0].find_element(By.CSS_SELECTOR, "[data-role=show-more]")
+    assert more.text.startswith(f"… {size - 5000:,} more characters")
+    _click(driver, more)
+    assert (
+        long[0]
+        .find_element(By.CSS_SELECTOR, "[data-role=show-more]")
+        .text.startswith(f"… {size - 15_000:,} more characters")
+    )
+    _shot(driver, f"8-long-reply-{size // 1_000_000}mb")
+    _quiet(driver, url)
+
+
+# Opens one episode of an arm and reports the milliseconds until its panel is laid out and a
+# frame has been drawn (the time a person waits after the click).
+OPEN_EPISODE = """
+const [arm, line, done] = arguments;
+const t0 = performance.now();
+location.hash = "/?view=episode&arm=" + encodeURIComponent(arm) + "&line=" + line;
+const laidOut = () => {
+  document.body.offsetHeight;
+  requestAnimationFrame(() => setTimeout(() => done(performance.now() - t0), 0));
+};
+const wait = () => document.querySelector("[data-role=verdict]") ? laidOut() : setTimeout(wait, 5);
+wait();
+"""

@@ -40,6 +40,7 @@ from poisson_tasks.calibration.records import EPISODES_GZ
 from poisson_tasks.calibration.render import percent
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
 from poisson_tasks.runfolder import EPISODES, HEADER, read_header
+from poisson_tasks.supplied import markdown_code
 
 __all__ = [
     "CARD_JSON",
@@ -228,7 +229,7 @@ def compare_published(artifact: Artifact, directory: Path | None = None) -> str:
     cards = [(f, _stored_card(base, f.name)) for f in facts]
     arms = [a for a in artifact.provenance.arms if any(a in f.arms for f, _ in cards)]
     out = [
-        f"# `{artifact.model}` beside the published cards",
+        f"# {markdown_code(artifact.model)} beside the published cards",
         "",
         f"Each cell is pass@1 with its {percent(artifact.thresholds.confidence)} interval (each "
         "published card's at its own declared level). The cards were measured on the "

@@ -9,7 +9,6 @@ as zero.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ from poisson_tasks.nouns import counted, noun
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import stop_words
 from poisson_tasks.servingpin import N10_FIELDS
+from poisson_tasks.supplied import markdown, markdown_code
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES, OUTCOMES
 
 NOT_RECORDED = "not recorded"
@@ -51,49 +51,6 @@ __all__ = [
     "render_knob",
     "reproducibility_lines",
 ]
-
-# What a server or a run folder supplied is printed as text, never as markup: HTML's & and < as
-# entities (no tag, entity or autolink can open), markdown's \ ` [ ] | with a backslash (no code
-# span, link, image or table cell can open), line breaks and other control characters as escapes.
-# Emphasis (* and _) is left alone: it cannot carry anything, and file names and flags keep them.
-_MARKUP = str.maketrans(
-    {
-        "&": "&amp;",
-        "<": "&lt;",
-        "\\": "\\\\",
-        "`": "\\`",
-        "[": "\\[",
-        "]": "\\]",
-        "|": "\\|",
-    }
-)
-_MAX_TEXT = 2000  # characters of one supplied value the card prints
-
-
-def _flat(value: object) -> str:
-    """One line: control characters (newlines included) written as escapes, clipped."""
-    text = str(value)
-    if len(text) > _MAX_TEXT:
-        text = text[: _MAX_TEXT - 1] + "…"
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
-
-
-def _plain(value: object) -> str:
-    """A supplied value as card text: one line, its markup escaped."""
-    return _flat(value).translate(_MARKUP)
-
-
-def _code(value: object) -> str:
-    """A supplied value as a code span: one line, fenced by one backtick more than its longest
-    run of backticks (markdown shows a code span's text as it is)."""
-    text = _flat(value)
-    longest = max((len(run) for run in re.findall("`+", text)), default=0)
-    if not longest:
-        return f"`{text}`"
-    fence = "`" * (longest + 1)
-    return f"{fence} {text} {fence}"
 
 
 def _rate(value: float | None) -> str:
@@ -429,13 +386,14 @@ def _shard_lines(provenance: Provenance) -> list[str]:
         else "shares differ by shard"
     )
     shards = "; ".join(
-        f"#{s.index} {s.folder}: {counted(s.episodes, 'episode')}, {s.tokens:,} tokens, sessions "
+        f"#{s.index} {markdown(s.folder)}: {counted(s.episodes, 'episode')}, {s.tokens:,} tokens, sessions "
         + ", ".join(f"#{i}" for i in s.sessions)
         for s in merged.shards
     )
     return [
-        f"- shards: {merged.count}, merged {merged.merged_at} (rule {merged.rule}, plan hash "
-        f"`{merged.plan_hash}`); the budget above is the study's, each shard ran within its "
+        f"- shards: {merged.count}, merged {markdown(merged.merged_at)} (rule "
+        f"{markdown(merged.rule)}, plan hash {markdown_code(merged.plan_hash)}); the budget above "
+        "is the study's, each shard ran within its "
         f"share: {each}",
         f"- shard folders: {shards}",
     ]
@@ -532,8 +490,8 @@ def _cost_sections(artifact: Artifact) -> list[str]:
         rate_line = (
             "Computed dollars use the declared rates per million tokens: "
             f"${rates.input:g} uncached input, ${rates.cached_input:g} cached input, "
-            f"${rates.output:g} completion, read on {rates.as_of}"
-            + (f" from {rates.source}." if rates.source else ".")
+            f"${rates.output:g} completion, read on {markdown(rates.as_of)}"
+            + (f" from {markdown(rates.source)}." if rates.source else ".")
         )
     out += [
         "",
@@ -595,7 +553,8 @@ def _mapping(mapping: dict[str, Any]) -> str:
     if not mapping:
         return NOT_RECORDED
     return ", ".join(
-        f"{k} {'not set' if mapping[k] is None else _plain(mapping[k])}" for k in sorted(mapping)
+        f"{markdown(k)} {'not set' if mapping[k] is None else markdown(mapping[k])}"
+        for k in sorted(mapping)
     )
 
 
@@ -615,7 +574,7 @@ def _count(amount: int | None, unit: str) -> str:
 
 def _llamacpp_lines(facts: LlamaCppFacts) -> list[str]:
     """What a llama.cpp server reported about itself and the file it serves (self-served)."""
-    server = f" ({_plain(facts.server)})" if facts.server else ""
+    server = f" ({markdown(facts.server)})" if facts.server else ""
     threads = (
         counted(facts.threads, "thread") if facts.threads is not None else f"threads {NOT_RECORDED}"
     )
@@ -623,15 +582,15 @@ def _llamacpp_lines(facts: LlamaCppFacts) -> list[str]:
     sha = f"`{facts.model_sha256}`" if facts.model_sha256 else NOT_RECORDED
     tools = {True: "lists tools", False: "lists no tools", None: "tool support not reported"}
     return [
-        f"- llama.cpp: build {_plain(facts.build or NOT_RECORDED)}{server}; {threads}, {slots}, "
+        f"- llama.cpp: build {markdown(facts.build or NOT_RECORDED)}{server}; {threads}, {slots}, "
         "context "
         f"{_count(facts.n_ctx, 'tokens')}"
-        + (f"; started by {_plain(facts.started_by)}" if facts.started_by else ""),
-        f"- model file: {_plain(facts.model_file or NOT_RECORDED)}, "
+        + (f"; started by {markdown(facts.started_by)}" if facts.started_by else ""),
+        f"- model file: {markdown(facts.model_file or NOT_RECORDED)}, "
         f"{_count(facts.model_bytes, 'bytes')}, "
-        f"quantisation {_plain(facts.quantization or NOT_RECORDED)}, "
+        f"quantisation {markdown(facts.quantization or NOT_RECORDED)}, "
         f"{_count(facts.parameters, 'parameters')}",
-        f"- model file sha256: {sha} ({_plain(facts.sha256_from)})",
+        f"- model file sha256: {sha} ({markdown(facts.sha256_from)})",
         _template_line(facts, tools[facts.template_tools]),
     ]
 
@@ -655,26 +614,26 @@ def _template_line(facts: LlamaCppFacts, tools: str) -> str:
         if facts.template_sha256
         else f"served sha256 {NOT_RECORDED}"
     )
-    return f"- chat template: {_plain(facts.template or NOT_RECORDED)} ({tools}); {file}{served}"
+    return f"- chat template: {markdown(facts.template or NOT_RECORDED)} ({tools}); {file}{served}"
 
 
 def _serving_lines(provenance: Provenance) -> list[str]:
     serving = provenance.serving
     served = f"- served: {serving.kind}" + (
-        f" ({_plain(serving.provider)})"
+        f" ({markdown(serving.provider)})"
         if serving.provider and serving.provider != serving.kind
         else ""
     )
-    lines = [f"- model: {_code(provenance.model)}", served]
+    lines = [f"- model: {markdown_code(provenance.model)}", served]
     if serving.policy:
-        lines.append(f"- reference policy: {_code(serving.policy)}")
+        lines.append(f"- reference policy: {markdown_code(serving.policy)}")
     if serving.kind == "self-served" or serving.stack or serving.gpu or serving.weights_revision:
         lines += [
-            f"- serving stack: {_plain(serving.stack or NOT_RECORDED)} "
-            f"{_plain(serving.stack_version or '')}".rstrip(),
+            f"- serving stack: {markdown(serving.stack or NOT_RECORDED)} "
+            f"{markdown(serving.stack_version or '')}".rstrip(),
             f"- serving flags: {_flags(serving)}",
-            f"- GPU: {_plain(serving.gpu or NOT_RECORDED)}",
-            f"- weights revision: {_plain(serving.weights_revision or NOT_RECORDED)}",
+            f"- GPU: {markdown(serving.gpu or NOT_RECORDED)}",
+            f"- weights revision: {markdown(serving.weights_revision or NOT_RECORDED)}",
         ]
     if serving.context_window is not None:
         lines.append(
@@ -686,7 +645,7 @@ def _serving_lines(provenance: Provenance) -> list[str]:
 
 
 def _flags(serving: ServingInfo) -> str:
-    return _plain(" ".join(serving.flags)) if serving.flags else NOT_RECORDED
+    return markdown(" ".join(serving.flags)) if serving.flags else NOT_RECORDED
 
 
 def _serving_summary(serving: ServingInfo) -> str:
@@ -694,13 +653,13 @@ def _serving_summary(serving: ServingInfo) -> str:
     parts: list[str] = [serving.kind]
     engine = " ".join(x for x in (serving.stack or serving.provider, serving.stack_version) if x)
     if engine:
-        parts.append(_plain(engine))
-    parts.append(f"weights revision {_plain(serving.weights_revision or NOT_RECORDED)}")
+        parts.append(markdown(engine))
+    parts.append(f"weights revision {markdown(serving.weights_revision or NOT_RECORDED)}")
     parts.append(f"flags {_flags(serving)}")
     if serving.context_window is not None:
         parts.append(f"context window {serving.context_window}")
     if serving.policy:
-        parts.append(f"policy {_code(serving.policy)}")
+        parts.append(f"policy {markdown_code(serving.policy)}")
     return ", ".join(parts)
 
 
@@ -715,7 +674,7 @@ def _servings_lines(provenance: Provenance) -> list[str]:
     for session in provenance.sessions:
         served = session.serving or provenance.serving
         change = (
-            f" (not as session #0: {_plain(session.serving_change)})"
+            f" (not as session #0: {markdown(session.serving_change)})"
             if session.serving_change
             else ""
         )
@@ -740,7 +699,7 @@ def _observed_lines(observed: ServingObserved | None) -> list[str]:
     if observed is None:
         return []
     if observed.system_fingerprints:
-        fps = ", ".join(f"{_code(k)} x{v}" for k, v in observed.system_fingerprints.items())
+        fps = ", ".join(f"{markdown_code(k)} x{v}" for k, v in observed.system_fingerprints.items())
         fps += (
             f"; none on {observed.responses_without_fingerprint}"
             if observed.responses_without_fingerprint
@@ -772,7 +731,7 @@ def _n10_line(provenance: Provenance) -> str:
         if not provenance.pooled_servings
         else "not held: "
         + "; ".join(
-            f"session #{s.index} {_plain(s.serving_change)}"
+            f"session #{s.index} {markdown(s.serving_change)}"
             for s in provenance.sessions
             if s.serving_change
         )
@@ -867,7 +826,7 @@ def _replay_row(label: str, figure: ReplayShare) -> list[str]:
 
 
 def _serving_facts_line(facts: dict[str, str]) -> str:
-    return "; ".join(f"{label} {value}" for label, value in facts.items())
+    return "; ".join(f"{markdown(label)} {markdown(value)}" for label, value in facts.items())
 
 
 def reproducibility_lines(rep: Reproducibility | None, confidence: float) -> list[str]:
@@ -879,9 +838,9 @@ def reproducibility_lines(rep: Reproducibility | None, confidence: float) -> lis
     out.append(
         f"A replay ran {rep.sample} of the run's {rep.scored_in_run} scored "
         f"{noun(rep.scored_in_run, 'slot')} again, drawn "
-        f"across arms with seed {rep.seed} (rule `{rep.rule}`), against the run's endpoint with "
-        f"its decoding and {rep.seeds or 'per-attempt seeds'}: {rep.replayed} replayed, "
-        f"{rep.not_yet_replayed} not yet."
+        f"across arms with seed {rep.seed} (rule {markdown_code(rep.rule)}), against the run's "
+        f"endpoint with its decoding and {rep.seeds or 'per-attempt seeds'}: {rep.replayed} "
+        f"replayed, {rep.not_yet_replayed} not yet."
     )
     if rep.replayed:
         level = percent(confidence)
@@ -925,13 +884,13 @@ def reproducibility_lines(rep: Reproducibility | None, confidence: float) -> lis
     if rep.serving_differences:
         out.append(
             "- N10 between the run and its replay: not held ("
-            + "; ".join(rep.serving_differences)
+            + "; ".join(markdown(d) for d in rep.serving_differences)
             + "): **the replay was served otherwise, so it is not a like-for-like re-run**, and "
             "its agreement mixes the change with the serving's nondeterminism"
         )
     else:
         out.append("- N10 between the run and its replay: held (a like-for-like re-run)")
-    out.append(f"- replay records sha256: `{rep.replay_records_sha256}`")
+    out.append(f"- replay records sha256: {markdown_code(rep.replay_records_sha256)}")
     return out
 
 
@@ -939,9 +898,9 @@ def _provenance_section(artifact: Artifact) -> list[str]:
     provenance = artifact.provenance
     sessions = (
         "; ".join(
-            f"#{s.index} {s.started_at} to {s.ended_at or 'not recorded'}, "
+            f"#{s.index} {markdown(s.started_at)} to {markdown(s.ended_at or NOT_RECORDED)}, "
             f"{counted(s.episodes_written, 'episode')}, stopped: {s.stop_reason}"
-            + (f" ({_plain(s.detail)})" if s.detail else "")
+            + (f" ({markdown(s.detail)})" if s.detail else "")
             for s in provenance.sessions
         )
         or NOT_RECORDED
@@ -950,28 +909,28 @@ def _provenance_section(artifact: Artifact) -> list[str]:
         "",
         "## Provenance",
         "",
-        f"- package version: {provenance.package_version}",
-        f"- harness: {provenance.harness}; "
-        f"verifiers: {provenance.verifiers_version or NOT_RECORDED}",
-        f"- engine hash: `{provenance.engine_hash}` "
+        f"- package version: {markdown(provenance.package_version)}",
+        f"- harness: {markdown(provenance.harness)}; "
+        f"verifiers: {markdown(provenance.verifiers_version or NOT_RECORDED)}",
+        f"- engine hash: {markdown_code(provenance.engine_hash)} "
         + (
             f"(stale: this install's is `{artifact.installed_engine_hash}`)"
             if "engine" in artifact.stale_hashes
             else "(this install's)"
         ),
-        f"- generator hash: `{provenance.generator_hash}` "
+        f"- generator hash: {markdown_code(provenance.generator_hash)} "
         + (
             f"(stale: this install's is `{artifact.installed_generator_hash}`)"
             if "generator" in artifact.stale_hashes
             else "(this install's)"
         ),
-        f"- vocabulary hash: `{provenance.vocabulary_hash}`",
-        f"- seed list hash: `{provenance.seed_list_hash}`",
+        f"- vocabulary hash: {markdown_code(provenance.vocabulary_hash)}",
+        f"- seed list hash: {markdown_code(provenance.seed_list_hash)}",
         f"- seeds ({len(provenance.seeds)}): {', '.join(str(s) for s in provenance.seeds)}",
-        f"- environment hash: `{provenance.environment_hash}` "
-        f"({describe_environment_hash(provenance.environment_hash)})",
-        f"- pre-registration hash: `{provenance.preregistration_hash}`",
-        f"- records sha256: `{provenance.records_sha256}`",
+        f"- environment hash: {markdown_code(provenance.environment_hash)} "
+        f"({markdown(describe_environment_hash(provenance.environment_hash))})",
+        f"- pre-registration hash: {markdown_code(provenance.preregistration_hash)}",
+        f"- records sha256: {markdown_code(provenance.records_sha256)}",
         *_serving_lines(provenance),
         *_servings_lines(provenance),
         *_observed_lines(artifact.serving_observed),
@@ -982,7 +941,7 @@ def _provenance_section(artifact: Artifact) -> list[str]:
         f"- concurrency: {_concurrency(provenance)}",
         f"- arms ({len(provenance.arms)}), tasks per level {len(provenance.seeds)}, "
         f"attempts per task {provenance.attempts}",
-        f"- verifier strictness: {', '.join(provenance.strictness)}",
+        f"- verifier strictness: {markdown(', '.join(provenance.strictness))}",
         f"- sessions: {sessions}",
         *_shard_lines(provenance),
         f"- thresholds: {_thresholds(artifact.thresholds)}",
@@ -992,9 +951,8 @@ def _provenance_section(artifact: Artifact) -> list[str]:
     if provenance.own_tools is not None:
         lines.append(
             f"- own tools: {len(provenance.own_tools.names)} from "
-            f"{_plain(provenance.own_tools.file_name)}, "
-            "sha256 "
-            f"`{provenance.own_tools.sha256}`, in place of the read tools"
+            f"{markdown(provenance.own_tools.file_name)}, sha256 "
+            f"{markdown_code(provenance.own_tools.sha256)}, in place of the read tools"
         )
     cards = ", ".join(artifact.published_cards) if artifact.published_cards else "none"
     lines.append(f"- published cards it was checked against: {cards}")
@@ -1056,9 +1014,10 @@ def _banner(artifact: Artifact) -> list[str]:
 def render_document(artifact: Artifact) -> str:
     """The card as markdown: tables per knob, controls, costs, provenance and closing texts."""
     title = (
-        f"# Reference-policy card: `{artifact.provenance.serving.policy or artifact.model}`"
+        "# Reference-policy card: "
+        + markdown_code(artifact.provenance.serving.policy or artifact.model)
         if artifact.kind == "reference-policy"
-        else f"# Card: `{artifact.model}`"
+        else f"# Card: {markdown_code(artifact.model)}"
     )
     out = [title, ""]
     banner = _banner(artifact)

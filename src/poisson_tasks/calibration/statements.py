@@ -16,6 +16,7 @@ from poisson_tasks.nouns import counted, noun
 from poisson_tasks.power import called_difference, mdd_worst_case
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import stop_words
+from poisson_tasks.supplied import markdown, markdown_code
 
 PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
 TOP_DEPTH = max(levels("depth"))
@@ -58,7 +59,8 @@ def stale_text(provenance: Provenance, installed: dict[str, str], moved: Sequenc
     """Which hash moved, from what to what, and what that changes: the one staleness wording."""
     theirs = {"generator": provenance.generator_hash, "engine": provenance.engine_hash}
     builds = " and ".join(
-        f"{name} build {short_hash(theirs[name])} (this install's is {short_hash(installed[name])})"
+        f"{name} build {markdown(short_hash(theirs[name]))} (this install's is "
+        f"{short_hash(installed[name])})"
         for name in moved
     )
     effects = "; ".join(_WHAT_MOVES[name] for name in moved)
@@ -70,11 +72,13 @@ def served_phrase(provenance: Provenance) -> str:
     serving = provenance.serving
     if serving.kind == "api":
         return (
-            f"through {serving.provider}'s API" if serving.provider else "through a provider's API"
+            f"through {markdown(serving.provider)}'s API"
+            if serving.provider
+            else "through a provider's API"
         )
     if serving.kind == "self-served":
         stack = " ".join(x for x in (serving.stack or serving.provider, serving.stack_version) if x)
-        return f"on an endpoint its user served ({stack or 'stack not reported'})"
+        return f"on an endpoint its user served ({markdown(stack) or 'stack not reported'})"
     if serving.kind == "reference":
         return "by poisson-tasks' own reference endpoint"
     return "from an endpoint whose kind the run did not record"
@@ -87,12 +91,15 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
     if kind == "reference-policy":
         policy = provenance.serving.policy or provenance.model
         who = (
-            f"This card is the record of the reference policy `{policy}`, "
+            f"This card is the record of the reference policy {markdown_code(policy)}, "
             "a scripted baseline served by poisson-tasks' own reference endpoint. It is not a "
             "language model, and its figures show how the instrument reads a known behaviour"
         )
     else:
-        who = f"This card is the record of `{provenance.model}`, served {served_phrase(provenance)}"
+        who = (
+            f"This card is the record of {markdown_code(provenance.model)}, served "
+            f"{served_phrase(provenance)}"
+        )
     return (
         f"{who}, on {len(provenance.seeds)} generated {noun(len(provenance.seeds), 'task')} per "
         f"level with {counted(provenance.attempts, 'attempt')} at each: "
@@ -228,7 +235,8 @@ def _claims(
             Claim(
                 key="other_generator",
                 text=(
-                    f"It was made with generator build {short_hash(provenance.generator_hash)}, not "
+                    "It was made with generator build "
+                    f"{markdown(short_hash(provenance.generator_hash))}, not "
                     f"the build the published cards were measured on "
                     f"({', '.join(short_hash(h) for h in other)}), so it is not to be read beside them."
                 ),
@@ -292,7 +300,7 @@ def _claims(
         )
     if provenance.pooled_servings:
         changed = "; ".join(
-            f"session #{s.index}: {s.serving_change}"
+            f"session #{s.index}: {markdown(s.serving_change)}"
             for s in provenance.sessions
             if s.serving_change
         )
@@ -352,8 +360,8 @@ def own_tools_claims(provenance: Provenance) -> list[Claim]:
     own = provenance.own_tools
     if own is None:
         return []
-    not_held = ", ".join(f"{r['row']} ({r['holds']})" for r in own.not_held)
-    changed = ", ".join(str(r["row"]) for r in own.changed)
+    not_held = ", ".join(f"{markdown(r['row'])} ({markdown(r['holds'])})" for r in own.not_held)
+    changed = ", ".join(markdown(r["row"]) for r in own.changed)
     seeds = ", ".join(map(str, own.checked_seeds))
     pins = (
         f"These pins could not be held on the user's tools: {not_held}; checked over "
@@ -369,7 +377,8 @@ def own_tools_claims(provenance: Provenance) -> list[Claim]:
             key="own_tools",
             text=(
                 f"The tool block holds the user's own {counted(len(own.names), 'tool')} from "
-                f"{own.file_name} (sha256 {own.sha256[:16]}) in place of the generated read tools. They are the "
+                f"{markdown(own.file_name)} (sha256 {markdown(own.sha256[:16])}) in place of the "
+                "generated read tools. They are the "
                 "user's, not written for these tasks; a call to one is answered as a read and "
                 "changes no record."
             ),

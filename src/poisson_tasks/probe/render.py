@@ -9,6 +9,7 @@ from pathlib import Path
 
 from poisson_tasks.bundle import canonical_json
 from poisson_tasks.probe.figures import KnobStatusRow, ProbeResult
+from poisson_tasks.supplied import markdown, markdown_code
 
 RESULT_JSON = "probe.json"
 RESULT_MD = "probe.md"
@@ -27,6 +28,12 @@ def _cell_text(result: ProbeResult, row: KnobStatusRow, model: str) -> str:
         if gap.model == model and gap.knob == row.knob:
             return f"not measured: {gap.reason}"
     return "not measured"
+
+
+def _cell_code(value: str) -> str:
+    """A supplied value as a code span inside a table cell: GFM reads a cell's `\\|` as a pipe,
+    even in a code span, so no value can open a cell."""
+    return markdown_code(value).replace("|", "\\|")
 
 
 def render_probe(result: ProbeResult) -> str:
@@ -76,7 +83,7 @@ def render_probe(result: ProbeResult) -> str:
     out.append("|---|---|---|---|---|---|---|---|")
     for attempt in result.arm_runs:
         out.append(
-            f"| {attempt.model} | {attempt.arm} | {attempt.folder} | {attempt.episodes} | "
+            f"| {attempt.model} | {attempt.arm} | {markdown(attempt.folder)} | {attempt.episodes} | "
             f"{attempt.scored}/{attempt.planned} | "
             f"{attempt.instrument_rate:.3f} | {'yes' if attempt.void else 'no'} | "
             f"{'yes' if attempt.used else 'no (kept)'} |"
@@ -84,7 +91,8 @@ def render_probe(result: ProbeResult) -> str:
     out.append("")
     out.append("## Disclosures")
     out.append("")
-    out.extend(f"{i}. {text}" for i, text in enumerate(result.disclosures, start=1))
+    # sentences that quote what a user chose (a rerun's --cause, a folder): each printed as text
+    out.extend(f"{i}. {markdown(text)}" for i, text in enumerate(result.disclosures, start=1))
     out.append("")
     out.append("## Provenance")
     out.append("")
@@ -95,8 +103,8 @@ def render_probe(result: ProbeResult) -> str:
     out.append("|---|---|---|---|---|---|---|---|---|---|")
     for provenance in result.provenance:
         out.append(
-            f"| {provenance.model} | {provenance.phase} | {provenance.folder} | "
-            f"{provenance.provider} `{provenance.served_model}` | "
+            f"| {provenance.model} | {provenance.phase} | {markdown(provenance.folder)} | "
+            f"{markdown(provenance.provider)} {_cell_code(provenance.served_model)} | "
             f"{provenance.episodes} | {provenance.sessions} | "
             f"{provenance.preregistration_hash[:16]} | {provenance.generator_hash[:16]} | "
             f"{provenance.engine_hash[:16]} | {provenance.records_sha256[:16]} |"

@@ -1,9 +1,15 @@
-"""A lean asyncio HTTP/1.1 server for the reference endpoint, and a handle to run it in a thread.
+"""The reference endpoint's HTTP/1.1 server (httptools over asyncio), and a handle to run it in a
+thread.
 
-Keep-alive, pipelining (answered in order), Content-Length and chunked request bodies, and
-`Expect: 100-continue` are supported; every response carries Content-Length. It is written for
-loopback benchmarks and tests, where per-request server cost is what a runner's overhead is
-measured against.
+Requests are read by httptools, the Python binding of llhttp (Node.js's HTTP parser), not by
+hand: the request line, headers, Content-Length and chunked bodies, keep-alive and pipelining all
+follow its rules, and every request it refuses is answered with a 4xx naming what is wrong, the
+connection then closed. Nothing a client sends can stop the event loop or another connection. On
+top of the parser this module adds the limits (a head of at most MAX_HEAD bytes, else 431; a body
+of at most MAX_BODY, else 413; HTTP/1.1 without a Host header, 400), `Expect: 100-continue`, and
+pipelined requests answered in order, one at a time: a delayed answer (the flaky policy's) holds
+the ones behind it and stops reading from its connection meanwhile. Every response carries
+Content-Length. docs/reference-endpoint.md says what the server answers.
 """
 
 from __future__ import annotations
@@ -17,8 +23,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
 from types import TracebackType
+
+import httptools
 
 from poisson_tasks import __version__
 from poisson_tasks.errors import ReferenceServerError
@@ -29,75 +40,64 @@ from poisson_tasks.reference.wire import SERVER_NAME, error_body
 _KEY_ENV = "POISSON_REFERENCE_API_KEY"
 MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024
-_REASONS = {
-    100: "Continue",
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-}
+_SERVER = f"server: {SERVER_NAME}/{__version__}"
 
 
-class _BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _dechunk(buf: bytearray, pos: int) -> tuple[bytes, int] | None:
-    """A chunked body starting at `pos`: (body, end) once complete, else None."""
-    out = bytearray()
-    while True:
-        nl = buf.find(b"\r\n", pos)
-        if nl < 0:
-            return None
-        try:
-            size = int(bytes(buf[pos:nl]).split(b";")[0].strip(), 16)
-        except ValueError:
-            raise _BadRequest(400, "a chunk size is not hexadecimal") from None
-        pos = nl + 2
-        if size == 0:
-            if buf[pos : pos + 2] == b"\r\n":
-                return bytes(out), pos + 2
-            end = buf.find(b"\r\n\r\n", pos)
-            return None if end < 0 else (bytes(out), end + 4)
-        if len(out) + size > MAX_BODY:
-            raise _BadRequest(413, "the request body is too large")
-        if len(buf) < pos + size + 2:
-            return None
-        out += buf[pos : pos + size]
-        pos += size + 2
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Status"
 
 
 def _head(status: int, length: int, keep: bool, extra: tuple[tuple[str, str], ...]) -> bytes:
     types = [v for k, v in extra if k == "content-type"]
-    extra = tuple((k, v) for k, v in extra if k != "content-type")
     lines = [
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+        f"HTTP/1.1 {status} {_reason(status)}",
         f"content-type: {types[0] if types else 'application/json'}",
         f"content-length: {length}",
-        f"server: {SERVER_NAME}/{__version__}",
+        _SERVER,
     ]
-    lines += [f"{k}: {v}" for k, v in extra]
+    lines += [f"{k}: {v}" for k, v in extra if k != "content-type"]
     lines.append("connection: keep-alive" if keep else "connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
+class _Refused(Exception):
+    """A request this server does not take: the 4xx it is answered with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.response = Response(status, error_body(message, "invalid_request_error"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    keep: bool
+
+
 class _Connection(asyncio.Protocol):
-    """One client connection: parse requests from the buffer and answer them in order."""
+    """One client connection: httptools reads its requests (the callbacks below), and each
+    complete one is answered in order; a refused one is answered after those before it."""
 
     def __init__(self, app: ReferenceApp, live: set[_Connection]) -> None:
         self._app = app
         self._live = live
-        self._buf = bytearray()
+        self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._waiting: asyncio.TimerHandle | None = None
-        self._continued = False
+        self._ready: deque[_Request] = deque()
+        self._refused: _Refused | None = None
+        self._in_head = False
+        self._head_bytes = 0  # the request line's target and the headers, as parsed
+        self._head_fed = 0  # the bytes fed while the head was incomplete
+        self._url = bytearray()
+        self._headers: dict[str, str] = {}
+        self._body = bytearray()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -115,95 +115,125 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
+    # ---------------------------------------------------------------- the parser's callbacks
+
+    def on_message_begin(self) -> None:
+        self._in_head, self._head_bytes, self._head_fed = True, 0, 0
+        self._url.clear()
+        self._headers = {}
+        self._body.clear()
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        self._count(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value))
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def _count(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > MAX_HEAD:
+            raise _Refused(431, "the request head is too large")
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        if self._parser.get_http_version() == "1.1" and "host" not in self._headers:
+            raise _Refused(400, "an HTTP/1.1 request needs a Host header")
+        length = self._headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_BODY:  # llhttp has checked its digits
+            raise _Refused(413, "the request body is too large")
+        if self._headers.get("expect", "").lower() == "100-continue" and not self._busy():
+            self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def on_body(self, body: bytes) -> None:
+        self._body += body
+        if len(self._body) > MAX_BODY:
+            raise _Refused(413, "the request body is too large")
+
+    def on_message_complete(self) -> None:
+        self._ready.append(
+            _Request(
+                self._parser.get_method().decode("latin-1"),
+                self._url.decode("latin-1").split("?", 1)[0],
+                self._headers,
+                bytes(self._body),
+                self._parser.should_keep_alive(),
+            )
+        )
+        self._body.clear()
+
+    # ---------------------------------------------------------------- reading and answering
+
     def data_received(self, data: bytes) -> None:
-        self._buf += data
+        if self._refused is not None:
+            return
+        try:
+            self._parser.feed_data(data)
+            if self._in_head:  # a head still incomplete: the bytes fed to it so far, bounded
+                self._head_fed += len(data)
+                if self._head_fed > MAX_HEAD:
+                    raise _Refused(431, "the request head is too large")
+        except _Refused as exc:
+            self._refused = exc
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            self._refused = cause if isinstance(cause, _Refused) else _Refused(400, str(exc))
+        except httptools.HttpParserUpgrade:  # the request asking for it was read: not answered
+            if self._ready:
+                self._ready.pop()
+            self._refused = _Refused(400, "this server offers no protocol upgrade")
+        except httptools.HttpParserError as exc:
+            self._refused = _Refused(400, f"malformed HTTP request: {exc}")
+        if self._refused is not None and self._transport is not None:
+            self._transport.pause_reading()  # nothing more is read from this connection
         if self._waiting is None:
             self._serve()
 
+    def _busy(self) -> bool:
+        return self._waiting is not None or bool(self._ready)
+
     def _serve(self) -> None:
-        while self._transport is not None and self._waiting is None:
+        """Answer the complete requests in order; then a refusal, if one came, and close."""
+        while self._ready and self._transport is not None and self._waiting is None:
+            request = self._ready.popleft()
             try:
-                parsed = self._parse()
-            except _BadRequest as exc:
-                self._send(
-                    Response(exc.status, error_body(str(exc), "invalid_request_error")), False
+                response = self._app.handle(
+                    request.method, request.path, request.headers, request.body
                 )
-                return
-            if parsed is None:
-                return
-            method, path, headers, body, keep = parsed
-            try:
-                response = self._app.handle(method, path, headers, body)
             except Exception as exc:  # answer, never drop the connection on a server bug
                 message = f"reference endpoint failed: {type(exc).__name__}: {exc}"
                 response = Response(500, error_body(message, "server_error"))
             if response.delay > 0:
+                self._transport.pause_reading()  # what arrives behind it waits its turn
                 loop = asyncio.get_running_loop()
-                self._waiting = loop.call_later(response.delay, self._send_late, response, keep)
+                self._waiting = loop.call_later(
+                    response.delay, self._send_late, response, request.keep
+                )
                 return
-            self._send(response, keep)
+            self._send(response, request.keep)
+        if self._refused is not None and not self._ready and self._waiting is None:
+            self._send(self._refused.response, False)
 
     def _send_late(self, response: Response, keep: bool) -> None:
         self._waiting = None
         self._send(response, keep)
+        if self._transport is not None and self._refused is None:
+            self._transport.resume_reading()
         self._serve()
 
     def _send(self, response: Response, keep: bool) -> None:
-        if self._transport is None:
-            return
-        self._transport.write(
+        self._write(
             _head(response.status, len(response.body), keep, response.headers) + response.body
         )
-        if not keep:
+        if not keep and self._transport is not None:
+            self._ready.clear()
             self._transport.close()
             self._transport = None
 
-    def _parse(self) -> tuple[str, str, dict[str, str], bytes, bool] | None:
-        buf = self._buf
-        end = buf.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buf) > MAX_HEAD:
-                raise _BadRequest(431, "the request head is too large")
-            return None
-        lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
-        first = lines[0].split(" ")
-        if len(first) != 3 or not first[2].startswith("HTTP/1."):
-            raise _BadRequest(400, "the request line is not HTTP/1.x")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise _BadRequest(400, "a header line has no colon")
-            headers[name.strip().lower()] = value.strip()
-        start = end + 4
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            got = _dechunk(buf, start)
-            if got is None:
-                self._maybe_continue(headers)
-                return None
-            body, stop = got
-        else:
-            raw = headers.get("content-length", "0")
-            if not raw.isdigit():
-                raise _BadRequest(400, "content-length is not a number")
-            length = int(raw)
-            if length > MAX_BODY:
-                raise _BadRequest(413, "the request body is too large")
-            if len(buf) - start < length:
-                self._maybe_continue(headers)
-                return None
-            body, stop = bytes(buf[start : start + length]), start + length
-        del buf[:stop]
-        self._continued = False
-        conn = headers.get("connection", "").lower()
-        keep = "close" not in conn if first[2] == "HTTP/1.1" else "keep-alive" in conn
-        return first[0], first[1].split("?", 1)[0], headers, body, keep
-
-    def _maybe_continue(self, headers: Mapping[str, str]) -> None:
-        if headers.get("expect", "").lower() == "100-continue" and not self._continued:
-            self._continued = True
-            if self._transport is not None:
-                self._transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+    def _write(self, data: bytes) -> None:
+        if self._transport is not None:
+            self._transport.write(data)
 
 
 class ReferenceServer:

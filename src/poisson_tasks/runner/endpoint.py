@@ -1,7 +1,8 @@
 """The model endpoint: one chat completion through the official `openai` client, retries visible.
 
 The client's own retries are off: this module retries 408s, 429s (except out-of-credit), 5xx,
-timeouts, dropped connections and 200s whose body is not a whole JSON completion itself, with
+timeouts, dropped connections and 200s whose body is not a whole JSON completion itself (or
+nests deeper than boundedjson.MAX_DEPTH, or is longer than received.MAX_BODY_BYTES), with
 exponential backoff and jitter that honours Retry-After (seconds or an HTTP date) and
 retry-after-ms up to `execution.retry_after_max_s`, so every retry is counted and shown. Each
 attempt carries its number in the `X-Poisson-Attempt` header, so a server can tell a retry from the
@@ -9,7 +10,8 @@ request it failed. `execution.request_timeout_s` bounds the whole request (conne
 read together): a server that trickles its answer cannot stretch it. A 400 saying the conversation
 outgrew the model's context window is `ContextOverflow`, the model's failure (see episode.py), and
 so is llama.cpp's 500 for a tool call whose arguments are not JSON (`UnparsedToolCall`, scored as
-the model's malformed call). What cannot be retried is sorted into three kinds:
+the model's malformed call), and so are tool-call arguments that are not a JSON object or nest
+deeper than ARGUMENT_DEPTH. What cannot be retried is sorted into three kinds:
 `CallFailed` (this episode's call failed: the episode is `api_error`), `OutOfCredit` (the account is
 out of credit: the run stops) and `EndpointError` (the endpoint refuses the run: wrong key, unknown
 model; the run stops with one line). Every failed response's status, headers (less credentials) and
@@ -22,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import hashlib
-import json
 import math
 import random
 import re
@@ -35,6 +36,7 @@ import httpx2
 import openai
 import orjson
 
+from poisson_tasks import boundedjson
 from poisson_tasks.bundle import ToolCall
 from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import (
@@ -45,14 +47,22 @@ from poisson_tasks.errors import (
     UnparsedToolCall,
 )
 from poisson_tasks.prereg import Decoding, Execution
+from poisson_tasks.runner.received import (
+    ACCEPT_IDENTITY,
+    EVIDENCE_BYTES,
+    BodyRefused,
+    limit_body,
+)
 from poisson_tasks.tokens import count_tokens
 
 CHAT_PATH = "/chat/completions"
 ATTEMPT_HEADER = "X-Poisson-Attempt"
 # The body is encoded once with orjson and posted through the client's own transport (auth, error
 # mapping): the client's per-call parameter transform costs milliseconds per call.
-_JSON = {"Content-Type": "application/json"}
-EVIDENCE_BYTES = 4096
+_JSON = {"Content-Type": "application/json", **ACCEPT_IDENTITY}
+# A tool's arguments nest at most owntools.MAX_DEPTH levels in any block a run offers: arguments
+# deeper than this cannot be a call of one, and are the model's malformed call.
+ARGUMENT_DEPTH = 32
 _CREDENTIAL_HEADERS = frozenset(
     {
         "authorization",
@@ -83,33 +93,17 @@ _WINDOW = re.compile(
 _UNPARSED_CALL = re.compile(r"Failed to parse tool call arguments as JSON", re.IGNORECASE)
 
 
-def _clean_surrogates(obj: Any) -> Any:
-    """Lone surrogates (a JSON escape like \ud800 with no pair) become U+FFFD, so they can be kept."""
-    if isinstance(obj, str):
-        return obj.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(obj, dict):
-        return {_clean_surrogates(k): _clean_surrogates(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean_surrogates(v) for v in obj]
-    return obj
-
-
-def loads_lenient(content: bytes) -> Any:
-    """JSON as orjson reads it; a body orjson refuses only for a lone surrogate escape is read by
-    the standard library and its lone surrogates replaced. Raises ValueError when it is not JSON."""
-    try:
-        return orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return _clean_surrogates(json.loads(content.decode("utf-8", "replace")))
+def _kept_headers(items: Sequence[tuple[str, str]], secret: str | None) -> dict[str, str]:
+    """A response's headers as evidence: credentials' headers left out, the key redacted."""
+    return {
+        redact(k.lower(), secret): redact(v, secret)
+        for k, v in items
+        if k.lower() not in _CREDENTIAL_HEADERS
+    }
 
 
 def evidence_of(response: httpx2.Response, secret: str | None) -> dict[str, Any]:
     """What a failed response showed: status, headers less credentials, the body's first 4 KB."""
-    headers = {
-        redact(k.lower(), secret): redact(v, secret)
-        for k, v in response.headers.items()
-        if k.lower() not in _CREDENTIAL_HEADERS
-    }
     try:
         raw = response.content
     except httpx2.ResponseNotRead:  # a streamed body cut off before it was read
@@ -117,9 +111,20 @@ def evidence_of(response: httpx2.Response, secret: str | None) -> dict[str, Any]
     body = raw[:EVIDENCE_BYTES].decode("utf-8", "replace")
     return {
         "status": response.status_code,
-        "headers": headers,
+        "headers": _kept_headers(list(response.headers.items()), secret),
         "body": redact(body, secret),
         "body_bytes": len(raw),
+    }
+
+
+def refused_evidence(exc: BodyRefused, secret: str | None) -> dict[str, Any]:
+    """What a response whose body was refused showed: status, headers, the first 4 KB that
+    arrived, and why it was refused (received.BodyRefused)."""
+    return {
+        "status": exc.status,
+        "headers": _kept_headers(exc.headers, secret),
+        "body": redact(exc.head.decode("utf-8", "replace"), secret),
+        "refused": exc.reason,
     }
 
 
@@ -176,6 +181,7 @@ class ModelReply:
     retries: int
     reasoning: str | None = None
     estimated: tuple[str, ...] = ()  # the usage counts the pinned tokenizer supplied
+    body_bytes: int = 0  # the response body's length as received
     failures: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -201,18 +207,21 @@ class Counters:
 
 
 def parse_tool_call(fn: dict[str, Any]) -> ToolCall:
-    """A structured tool call; arguments that are not a JSON object make it a malformed call."""
+    """A structured tool call; arguments that are not a JSON object, or nest deeper than
+    ARGUMENT_DEPTH, make it a malformed call (the text as sent kept in raw_arguments)."""
     name = fn.get("name")
     raw = fn.get("arguments")
     name_s = name if isinstance(name, str) else ""
     if isinstance(raw, dict):
+        if boundedjson.depth_exceeds(raw, ARGUMENT_DEPTH):
+            return ToolCall(name=name_s, arguments=None, raw_arguments=orjson.dumps(raw).decode())
         return ToolCall(name=name_s, arguments=raw)
     if isinstance(raw, str):
         try:
             parsed = orjson.loads(raw) if raw.strip() else {}
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError:  # not JSON, or nested past orjson's 1,024 levels
             return ToolCall(name=name_s, arguments=None, raw_arguments=raw)
-        if isinstance(parsed, dict):
+        if isinstance(parsed, dict) and not boundedjson.depth_exceeds(parsed, ARGUMENT_DEPTH):
             return ToolCall(name=name_s, arguments=parsed)
         return ToolCall(name=name_s, arguments=None, raw_arguments=raw)
     return ToolCall(name=name_s, arguments=None, raw_arguments=None if raw is None else str(raw))
@@ -353,8 +362,11 @@ class Endpoint:
             max_retries=0,
             timeout=execution.request_timeout_s,
             # openai 3 sends over httpx2, openai 2 (verifiers 0.4.0's pin) over httpx, whose
-            # client reads the same three fields from the limits it is given.
-            http_client=cast(Any, openai.DefaultAsyncHttpxClient)(limits=limits),
+            # client reads the same three fields from the limits it is given; the response hook
+            # refuses a body past received.MAX_BODY_BYTES as it arrives, on either.
+            http_client=cast(Any, openai.DefaultAsyncHttpxClient)(
+                limits=limits, event_hooks={"response": [limit_body]}
+            ),
         )
         # The request body's fixed part; extra_body merges at the top level, as the client does.
         self._fixed: dict[str, Any] = {
@@ -474,17 +486,28 @@ class Endpoint:
                             detail, retries, waited, failures, overflow_window(text)
                         ) from None
                     raise CallFailed(detail, retries, waited, failures) from None
+            except BodyRefused as exc:  # longer than received.MAX_BODY_BYTES, or encoded
+                kind = "refused_body"
+                failures.append(refused_evidence(exc, self._secret))
             except (openai.APITimeoutError, TimeoutError):
                 kind = "timeout"
                 failures.append(_no_response(kind, time.perf_counter() - t0))
-            except openai.APIConnectionError:
-                kind = "connection"
-                failures.append(_no_response(kind, time.perf_counter() - t0))
+            except openai.APIConnectionError as exc:
+                if isinstance(exc.__cause__, BodyRefused):  # openai 2 wraps what its send raised
+                    kind = "refused_body"
+                    failures.append(refused_evidence(exc.__cause__, self._secret))
+                else:
+                    kind = "connection"
+                    failures.append(_no_response(kind, time.perf_counter() - t0))
             else:
                 try:
-                    # the one place a completion enters: the key is redacted from every string
-                    # of it (ids, finish_reason, system_fingerprint, content, unknown fields)
-                    body = self.scrub(loads_lenient(resp.content))
+                    # the one place a completion enters: read within boundedjson's depth, and
+                    # the key redacted from every string of it (ids, finish_reason,
+                    # system_fingerprint, content, unknown fields)
+                    body = self.scrub(boundedjson.loads(resp.content))
+                except boundedjson.TooDeep as exc:
+                    failures.append({**evidence_of(resp, self._secret), "refused": str(exc)})
+                    kind = "too_deep"
                 except ValueError:
                     failures.append(evidence_of(resp, self._secret))
                     kind = "not_json"
@@ -503,6 +526,7 @@ class Endpoint:
                             exc.seconds, exc.evidence = waited, failures
                             raise
                         reply.failures = failures
+                        reply.body_bytes = len(resp.content)
                         usage, missing = checked_usage(reply.usage)
                         if missing:  # counted with the pinned tokenizer, disclosed on the card
                             estimate = estimate_usage(payload, reply)

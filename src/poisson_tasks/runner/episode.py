@@ -35,6 +35,7 @@ from poisson_tasks.prereg import Slot
 from poisson_tasks.reference.wire import request_tokens
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
 from poisson_tasks.runner.endpoint import CallLog, Endpoint, ModelReply, derived_seed
+from poisson_tasks.runner.received import MAX_EPISODE_BYTES
 from poisson_tasks.runner.textcalls import text_call_dialect
 from poisson_tasks.verifier import FormatReport, Outcome, verify
 
@@ -227,6 +228,13 @@ async def _loop(
             raise
         trace.call_started = trace.in_flight = None
         trace.replies.append(reply)
+        received = sum(r.body_bytes for r in trace.replies)
+        if received > MAX_EPISODE_BYTES:  # the line would outgrow what a run folder reads
+            raise CallFailed(
+                f"the endpoint sent {received:,} bytes of responses in one episode, more than "
+                f"the {MAX_EPISODE_BYTES:,} an episode keeps",
+                0,
+            )
         trace.retries += reply.retries
         trace.model_s += reply.seconds
         trace.failures.extend(reply.failures)

@@ -28,11 +28,12 @@ from typing import Any
 
 import httpx2
 
-from poisson_tasks import __version__
+from poisson_tasks import __version__, boundedjson
 from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import EndpointError
 from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.prereg import Serving
+from poisson_tasks.runner.received import ACCEPT_IDENTITY, BodyRefused, limit_body
 from poisson_tasks.servingpin import (
     RAW_ANSWER_BYTES,
     bounded_answer,
@@ -91,32 +92,54 @@ async def _get(
     required: str | None = None,
 ) -> Any:
     """The JSON (or text) a route answers; None on a 404 or 405 unless `required` says why the
-    route must answer (then one line naming it)."""
+    route must answer (then one line naming it). An answer the runner does not read (longer than
+    received.MAX_BODY_BYTES, encoded, or JSON nested deeper than boundedjson.MAX_DEPTH) is
+    recorded as what made it unreadable, and refuses the run where the route is required."""
     try:
         resp = await client.request(method, url, json=body)
+    except BodyRefused as exc:
+        if _absent(url, key, exc.status, required):
+            return None
+        return _unreadable(url, key, exc.reason, required)
     except httpx2.HTTPError as exc:
         reason = redact(str(exc) or type(exc).__name__, key)
         raise EndpointError(
             f"cannot reach {redact(url, key)} ({reason}): start the server or fix model.base_url"
         ) from None
-    if resp.status_code in (401, 403):
-        raise EndpointError(
-            f"{redact(url, key)} refused the API key ({resp.status_code}): check the variable "
-            "model.api_key_env names and its value"
-        )
-    if resp.status_code in (404, 405):
-        if required is not None:
-            raise EndpointError(f"{redact(url, key)} answered HTTP {resp.status_code}: {required}")
+    if _absent(url, key, resp.status_code, required):
         return None
-    if resp.status_code >= 400:
-        raise EndpointError(
-            f"{redact(url, key)} answered HTTP {resp.status_code}: check the server"
-        )
     # where a serving fact enters: the key is redacted from every string of the answer
     try:
-        return scrub(resp.json(), key)
+        return scrub(boundedjson.loads(resp.content), key)
+    except boundedjson.TooDeep as exc:
+        return _unreadable(url, key, str(exc), required)
     except ValueError:
         return redact(resp.text[:RAW_ANSWER_BYTES], key)
+
+
+def _absent(url: str, key: str | None, status: int, required: str | None) -> bool:
+    """Whether a route's status says it is not there (404, 405) and may be; a refused key, a
+    required route that is not there and any other error status refuse the run in one line."""
+    if status in (401, 403):
+        raise EndpointError(
+            f"{redact(url, key)} refused the API key ({status}): check the variable "
+            "model.api_key_env names and its value"
+        )
+    if status in (404, 405):
+        if required is not None:
+            raise EndpointError(f"{redact(url, key)} answered HTTP {status}: {required}")
+        return True
+    if status >= 400:
+        raise EndpointError(f"{redact(url, key)} answered HTTP {status}: check the server")
+    return False
+
+
+def _unreadable(url: str, key: str | None, reason: str, required: str | None) -> str:
+    """An answer the runner did not read, as recorded: what made it unreadable. Where the route
+    is required, the run is refused in one line instead."""
+    if required is not None:
+        raise EndpointError(f"{redact(url, key)} answered {reason}: {required}")
+    return f"unreadable: {reason}"
 
 
 def _entry(listing: Any, model: str) -> dict[str, Any] | None:
@@ -291,12 +314,14 @@ async def _llamacpp(
 
 async def serving_details(serving: Serving, base_url: str, api_key: str | None) -> dict[str, Any]:
     """What the endpoint says about itself; raises EndpointError when it cannot serve this run."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = {**ACCEPT_IDENTITY, **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
     root = _root(base_url)
     sidecar = _read_sidecar()
     extra: dict[str, Any] = {}
     details: dict[str, Any] = {}
-    async with httpx2.AsyncClient(timeout=_PREFLIGHT_TIMEOUT_S, headers=headers) as client:
+    async with httpx2.AsyncClient(
+        timeout=_PREFLIGHT_TIMEOUT_S, headers=headers, event_hooks={"response": [limit_body]}
+    ) as client:
         if serving.provider == "llamacpp":
             extra = await _llamacpp(client, serving, base_url, api_key)
             details = extra.pop("details")

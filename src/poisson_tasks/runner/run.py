@@ -477,7 +477,7 @@ class _Session:
             self.stop_reason = "complete" if next(self._slots, None) is None else "interrupted"
 
 
-def _api_key(plan: Plan) -> str | None:
+def _api_key(plan: Plan, folder: Path) -> str | None:
     env = plan.preregistration.model.api_key_env
     if env is None:
         return None
@@ -489,18 +489,27 @@ def _api_key(plan: Plan) -> str | None:
     # decided by value: the key, or any 8-character piece of it, anywhere in the document
     # (it would be written into run.json and the card) refuses the run before anything is sent
     fields = fields_where(
-        plan.preregistration.model_dump(mode="json"),
+        {**plan.preregistration.model_dump(mode="json"), _FOLDER_FIELD: str(folder.absolute())},
         lambda text: text == value or (len(value) >= SECRET_PIECE and holds_secret(text, value)),
     )
     if fields:
         raise PreregistrationError(
             [
                 f"{field}: holds the API key that model.api_key_env names ({env}), or a piece of "
-                "it; remove it: the key is sent in the Authorization header and never written"
+                + (
+                    "it; give another --out: a folder's name is printed, and written in every "
+                    "card and page made from it"
+                    if field == _FOLDER_FIELD
+                    else "it; remove it: the key is sent in the Authorization header and never "
+                    "written"
+                )
                 for field in fields
             ]
         )
     return value
+
+
+_FOLDER_FIELD = "the run folder's path"
 
 
 def _check_arms(plan: Plan) -> None:
@@ -767,7 +776,7 @@ async def _run_plan(
             checked = RunFolder.check_resumable(path, plan, record, replay)  # again, locked
             if all(slot in checked[1].scored for slot in slots):
                 return _complete_already(plan, slots, path, checked)
-        key = _api_key(plan)
+        key = _api_key(plan, path)
         base_url = pr.model.resolved_base_url
         if pr.model.provider == "reference" and base_url is None:
             # the server thread counts tokens: load the tables before the clock

@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any
 
+from poisson_tasks.boundedjson import depth_exceeds
+
 # Reasoning a model wrote into its content: <think>...</think> blocks, and anything before a lone
 # close tag (templates that open the block in the prompt leave only "</think>" in the reply).
 _THINK_TAG = re.compile(r"<(/?)(?:think|thinking|reasoning)>", re.IGNORECASE)
@@ -137,10 +139,10 @@ def _json_call(text: str) -> bool:
             return False
         try:
             obj, end = _DECODER.raw_decode(text, index)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON here, or nested past Python's recursion
             start = index + 1
             continue
-        if _is_call(obj):
+        if not depth_exceeds(obj) and _is_call(obj):  # nested deeper than a call: none
             return True
         start = end
     return False

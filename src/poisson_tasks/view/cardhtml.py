@@ -8,17 +8,18 @@ Every string is escaped: a model's name or a server's words are text, never mark
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
+from poisson_tasks import supplied
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
 from poisson_tasks.calibration.comparisons import ordering_reading
 from poisson_tasks.calibration.render import render_costs
+from poisson_tasks.errors import escape_controls
 from poisson_tasks.verifier import OUTCOMES
 from poisson_tasks.view.markdown import card_html, defined, inline
 
-__all__ = ["card_sections", "outcome_bar", "plot", "tree"]
+__all__ = ["card_sections", "outcome_bar", "plot", "prose", "tree"]
 
 # The Artifact's fields laid out by name below; any other field is shown by `tree`.
 _LAID_OUT = frozenset(
@@ -43,7 +44,14 @@ _W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 560, 230, 44, 16, 14, 46
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value))
+    """A value as HTML text: one line, escaped, at most 2,000 characters (supplied.html)."""
+    return supplied.html(value)
+
+
+def prose(text: str) -> str:
+    """The card's own sentences (Markdown: code spans, bold) as escaped HTML, control characters
+    shown as escapes (any supplied value in them is already clipped and Markdown-escaped)."""
+    return inline(escape_controls(text))
 
 
 def _fmt(value: Any) -> str:
@@ -291,10 +299,10 @@ def _costs(artifact: Artifact) -> str:
 
 def _statements(artifact: Artifact) -> str:
     st = artifact.statements
-    claims = "".join(f'<li data-key="{_e(c.key)}">{inline(c.text)}</li>' for c in st.does_not_claim)
-    depth = f"<h3>How depth is read</h3><p>{inline(st.depth_note)}</p>" if st.depth_note else ""
+    claims = "".join(f'<li data-key="{_e(c.key)}">{prose(c.text)}</li>' for c in st.does_not_claim)
+    depth = f"<h3>How depth is read</h3><p>{prose(st.depth_note)}</p>" if st.depth_note else ""
     return (
-        f"<section id=statements><h2>What this card is</h2><p>{inline(st.what_it_is)}</p>"
+        f"<section id=statements><h2>What this card is</h2><p>{prose(st.what_it_is)}</p>"
         f"<h2>What this card does not claim</h2><ul class=claims>{claims}</ul>{depth}</section>"
     )
 

@@ -16,20 +16,37 @@ from poisson_tasks.glossary import TERMS, lookup
 
 __all__ = ["card_html", "defined", "glossary_html", "inline"]
 
-_CODE = re.compile(r"`([^`]+)`")
+# Read left to right: a backslash escape (what supplied.markdown writes), a code span (a run of
+# backticks, then the shortest text up to a run of the same length: render.py fences a value that
+# holds backticks with a longer run, as CommonMark reads it), or one of the two entities.
+_TOKEN = re.compile(r"\\([\\`\[\]|])|(?<!`)(`+)(?!`)(.+?)(?<!`)\2(?!`)|&amp;|&lt;")
+_ENTITIES = {"&amp;": "&", "&lt;": "<"}
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
 _HEADING = re.compile(r"^(#{1,6}) (.*)$")
 
 
 def inline(text: str) -> str:
-    """One line of Markdown as escaped HTML: `code` and **bold**, everything else text."""
+    """One line of Markdown as escaped HTML: `code` and **bold**, escapes read back, everything
+    else text."""
     pieces: list[str] = []
+    plain: list[str] = []
     last = 0
-    for match in _CODE.finditer(text):
-        pieces.append(_bold(html.escape(text[last : match.start()])))
-        pieces.append(f"<code>{html.escape(match[1])}</code>")
+    for match in _TOKEN.finditer(text):
+        plain.append(text[last : match.start()])
         last = match.end()
-    pieces.append(_bold(html.escape(text[last:])))
+        if match[1] is not None:  # a backslash escape
+            plain.append(match[1])
+        elif match[2] is not None:  # a code span
+            pieces.append(_bold(html.escape("".join(plain))))
+            plain.clear()
+            code = match[3]
+            if len(code) > 2 and code.startswith(" ") and code.endswith(" ") and code.strip():
+                code = code[1:-1]
+            pieces.append(f"<code>{html.escape(code)}</code>")
+        else:
+            plain.append(_ENTITIES[match[0]])
+    plain.append(text[last:])
+    pieces.append(_bold(html.escape("".join(plain))))
     return "".join(pieces)
 
 

@@ -17,7 +17,8 @@ import html
 from importlib import resources
 from typing import Any
 
-from poisson_tasks.view.cardhtml import card_sections
+from poisson_tasks import supplied
+from poisson_tasks.view.cardhtml import card_sections, prose
 from poisson_tasks.view.gather import Collected
 from poisson_tasks.view.markdown import card_html, glossary_html, inline
 from poisson_tasks.view.packing import escaped_json, pack
@@ -79,7 +80,7 @@ def render_page(report: Collected) -> bytes:
         f"script-src 'sha256-{script_hash}'; "
         "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
     )
-    title = html.escape(report.title)
+    title = supplied.html(report.scrub(report.title))  # a folder's name: the key redacted
     lines = (report.card_md or "").splitlines()
     heading = next((line[2:] for line in lines if line.startswith("# ")), "")
     subtitle = f"<p class=subtitle>{inline(heading)}</p>" if heading else ""
@@ -92,14 +93,14 @@ def render_page(report: Collected) -> bytes:
     can_tell = report.artifact.statements.can_tell if report.artifact is not None else ""
     if can_tell:
         banner += (
-            f"<p class=cantell><strong>What this card can tell.</strong> {inline(can_tell)} "
+            f"<p class=cantell><strong>What this card can tell.</strong> {prose(can_tell)} "
             "<a href=#glossary>Every term on it is defined in the glossary</a>, and a dotted "
             "label shows its definition on hover.</p>"
         )
-    problems = "".join(f"<li>{html.escape(p)}</li>" for p in report.task_problems)
+    problems = "".join(f"<li>{prose(p)}</li>" for p in report.task_problems)
     notes = f"<ul class=problems>{problems}</ul>" if problems else ""
     refusal = (
-        f"<section id=refusal><h2>Card refused</h2><p class=refusal>{html.escape(report.refusal)}</p>"
+        f"<section id=refusal><h2>Card refused</h2><p class=refusal>{prose(report.refusal)}</p>"
         "<p>The card is not published; its episodes are below, one cell per arm.</p>"
         f"<ul>{''.join(_arm_button(a) for a in report.header.arms)}</ul></section>"
         if report.refusal

@@ -1,7 +1,8 @@
 "use strict";
 // poisson-tasks view: the report's one script. Everything a model or a server wrote is put on the
-// page with textContent (el() below), never parsed as markup; no element gets an href, src or
-// event attribute from the data, and nothing is fetched: chunks are inflated from the page itself.
+// page as text nodes (el() and textOf() below), never parsed as markup; no element gets an href,
+// src or event attribute from the data, and nothing is fetched: chunks are inflated from the page
+// itself.
 (function () {
   const META = JSON.parse(document.getElementById("meta").textContent);
   const OUTCOMES = ["verifier_error", "replay_mismatch", "api_error", "wall_timeout",
@@ -10,6 +11,55 @@
     2: "clause 2: a tool outside the block", 3: "clause 3: a required argument missing",
     4: "clause 4: an argument the schema does not allow"};
   const SAFE_ATTR = /^(class|id|title|type|value|colspan|open|data-[a-z-]+|aria-[a-z-]+|role|tabindex|selected|disabled)$/;
+  // Every value is put on the page as text, written so it can be read: a character that is not
+  // printable (a control, a bidirectional override, a zero-width space, an unassigned code point;
+  // Python's str.isprintable, the rule supplied.py and errors.escape_controls apply) is shown as its
+  // escape (\u202e), line breaks and tabs kept; and a value longer than LONG characters shows its
+  // first LONG with buttons for the rest, since one long unbroken run (a model repeating one token,
+  // a script with no spaces) takes the browser seconds to lay out.
+  const LONG = 5000;
+  const STEP = 10000;
+  const HIDDEN = /(?![\n\t])[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}]|(?! )\p{Zs}/gu;
+  const hex = (n, width) => n.toString(16).padStart(width, "0");
+  function escapeChar(ch) {
+    const code = ch.codePointAt(0);
+    if (ch === "\r") return "\\r";
+    return code < 0x100 ? "\\x" + hex(code, 2) : code < 0x10000 ? "\\u" + hex(code, 4) : "\\U" + hex(code, 8);
+  }
+  const visible = (text) => text.replace(HIDDEN, escapeChar);
+  function cut(text, at) {  // a cut that never splits a surrogate pair
+    const code = text.charCodeAt(at - 1);
+    return code >= 0xd800 && code <= 0xdbff ? at - 1 : at;
+  }
+  function textOf(value) {
+    const text = String(value);
+    if (text.length <= LONG) return document.createTextNode(visible(text));
+    const box = document.createElement("span");
+    box.className = "long";
+    box.setAttribute("data-role", "long");
+    const shown = document.createTextNode("");
+    const more = document.createElement("button");
+    const all = document.createElement("button");
+    let at = 0;
+    const reveal = (to) => {
+      to = to >= text.length ? text.length : cut(text, to);
+      shown.appendData(visible(text.slice(at, to)));
+      at = to;
+      const left = text.length - at;
+      more.textContent = `… ${left.toLocaleString("en")} more characters: show ${Math.min(STEP, left).toLocaleString("en")}`;
+      all.textContent = `show all ${text.length.toLocaleString("en")}`;
+      if (!left) { more.remove(); all.remove(); }
+    };
+    for (const [button, role, to] of [[more, "show-more", () => at + STEP], [all, "show-all", () => text.length]]) {
+      button.type = "button";
+      button.className = "more";
+      button.setAttribute("data-role", role);
+      button.addEventListener("click", (ev) => { ev.stopPropagation(); reveal(to()); });
+    }
+    box.append(shown, more, all);
+    reveal(LONG);
+    return box;
+  }
   const cache = {};
   const panel = document.getElementById("panel");
   const body = document.getElementById("panelbody");
@@ -24,7 +74,7 @@
     }
     for (const kid of kids.flat(Infinity)) {
       if (kid === null || kid === undefined || kid === false) continue;
-      node.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+      node.appendChild(kid instanceof Node ? kid : textOf(kid));
     }
     return node;
   }
