@@ -17,7 +17,9 @@ from typing import Any
 import orjson
 import yaml
 
+from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.bundle import digest
+from poisson_tasks.errors import ArmError
 from poisson_tasks.prereg import Plan, Slot, load_preregistration
 from poisson_tasks.registered import plan_hash
 from poisson_tasks.runfolder import EPISODES, HEADER, REPLAY, EpisodeLine, Timing, Usage
@@ -114,6 +116,15 @@ APPENDED: dict[str, str] = {
 }
 
 
+def _min_calls(arm: str) -> int:
+    """The arm's own min_calls, so a line is wrong only in what its folder names; an arm no knob
+    can build (depth:d9, the `outside` line) takes 1."""
+    try:
+        return parse_arm_id(arm).min_calls
+    except ArmError:
+        return 1
+
+
 def _line(header_arm: str, seed: int, attempt: int, outcome: str = "passed") -> bytes:
     line = EpisodeLine(
         arm_id=header_arm,
@@ -127,7 +138,7 @@ def _line(header_arm: str, seed: int, attempt: int, outcome: str = "passed") -> 
         leaky_pass=False,
         passed=outcome == "passed",
         malformed_clause=None,
-        min_calls=1,
+        min_calls=_min_calls(header_arm),
         tool_calls=1,
         model_calls=1,
         goal_stages=[],

@@ -182,6 +182,38 @@ def test_reference_policy_is_labelled(tmp_path: Path) -> None:
     assert "Reference policy" not in render_document(b)
 
 
+GRADED_ARMS = ("depth:d8", "depth:d2", "depth:d1+h8", "depth:d2+h5")  # not in level order
+
+
+def _what_it_is(folder: Path, model: str, arms: Sequence[str] = GRADED_ARMS) -> str:
+    return run(folder, arms=arms, provider="reference", model=model).statements.what_it_is
+
+
+def test_a_graded_card_says_its_difference_is_the_designed_one(tmp_path: Path) -> None:
+    """A card of the graded fixture gives the chance its parameters set at each level, in level
+    order, which way it moves, that the difference is the fixture's own, and how its controls and
+    a one-call task behave; no other reference policy's card, and no model's, says any of it."""
+    text = _what_it_is(tmp_path / "up", "graded?p_low=0.1&p_high=0.8")
+    assert (
+        "with a chance its parameters set for each level: 0.200 at depth:d2 and 0.800 at "
+        "depth:d8, so more often at higher depth, by construction. A difference between its "
+        "levels is therefore the one the fixture was built to have: this card shows the "
+        "instrument resolving a known effect, not a property of any model."
+    ) in text
+    assert "Its control arms give up at the chance of their own level" in text
+    assert "passes whatever the chance: depth:d1+h8 here." in text
+    follows = _what_it_is(tmp_path / "len", "graded?p_low=0.1&p_high=0.8&length_follows=1")
+    assert "give up at the chance of the level they stand in for" in follows
+    down = _what_it_is(tmp_path / "down", "graded?depth_low=0.8&depth_high=0.1", GRADED_ARMS[:2])
+    assert "0.700 at depth:d2 and 0.100 at depth:d8, so less often at higher depth" in down
+    assert "control arms" not in down and "whatever the chance" not in down
+    flat = _what_it_is(tmp_path / "flat", "graded?p_low=0.3&p_high=0.3", GRADED_ARMS[:2])
+    assert "so equally at every depth level" in flat
+    for name, model in (("noisy", "noisy"), ("oracle", "oracle")):
+        assert "fixture" not in _what_it_is(tmp_path / name, model)
+    assert "fixture" not in run(tmp_path / "model", arms=GRADED_ARMS).statements.what_it_is
+
+
 def test_fewer_tasks_than_published(tmp_path: Path) -> None:
     assert "fewer_tasks" in keys(run(tmp_path / "few", tasks=59, attempts=1))
     assert "fewer_tasks" not in keys(run(tmp_path / "full", tasks=60, attempts=1))

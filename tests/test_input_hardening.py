@@ -311,12 +311,12 @@ def test_resume_refuses_a_folder_card_would_refuse_and_writes_nothing(
 ) -> None:
     folder = _copy(small_run, tmp_path)
     lines = (folder / EPISODES).read_bytes().splitlines(keepends=True)
-    # lines are written as episodes end, so the first depth:d1 line need not be the file's first
-    first = next(i for i, raw in enumerate(lines) if b'"depth:d1"' in raw)
+    # lines are written as episodes end, so the first depth:d2 line need not be the file's first
+    first = next(i for i, raw in enumerate(lines) if b'"depth:d2"' in raw)
     outside = [*lines]
-    outside[first] = lines[first].replace(b'"depth:d1"', b'"depth:d9"', 1)
+    outside[first] = lines[first].replace(b'"depth:d2"', b'"depth:d9"', 1)
     damaged = {"outside": b"".join(outside), "twice": b"".join(lines) + lines[0]}
-    assert load_preregistration(small_run[0]).arms[0] == "depth:d1"
+    assert load_preregistration(small_run[0]).arms[0] == "depth:d2"
     for name, data in damaged.items():
         (folder / EPISODES).write_bytes(data)
         header = (folder / HEADER).read_bytes()

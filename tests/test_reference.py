@@ -36,6 +36,7 @@ from poisson_tasks.reference import (
     POLICY_NAMES,
     ChatRequest,
     flaky_fault,
+    graded_expected,
     noisy_expected,
     noisy_rates,
     parse_model,
@@ -419,6 +420,72 @@ def test_formula_inputs_agree_with_the_bundles(knob: str) -> None:
         b = bundle(spec.id, 0)
         assert overshoot_possible(spec) == ("overshoot" in b.negative_controls), spec.id
         assert spec.min_calls == len(b.reference_calls), spec.id
+
+
+# --- graded: the oracle that gives up after its own first call, at a rate set per level ---------
+
+SEEDED_HISTORY_ARMS = sorted(
+    spec.id
+    for knob in KNOBS_BUILT
+    for spec in all_arms(knob)
+    if not isinstance(bundle(spec.id, 0).prompt, str)
+)
+
+
+@pytest.mark.parametrize("arm", SEEDED_HISTORY_ARMS)
+def test_graded_gives_up_only_after_a_call_of_its_own(arm: str) -> None:
+    """A seeded history's calls are not graded's: at a give-up chance of 1 it still makes its
+    first call (the episode is never a no-call one), and gives up once that call is answered."""
+    spec = parse_arm_id(arm)
+    assert SEEDED_HISTORY_ARMS  # the depth controls, history's levels, faults' control
+    for seed in range(3):
+        b = bundle(arm, seed)
+        model = "graded?p_low=1&p_high=1"
+        played = play(b, local_ask(model, b.tools, user=f"{arm}|{seed}|0"))
+        assert played.verdict.calls == 1, (arm, seed, played.replies[0])
+        expected = "passed" if spec.min_calls == 1 else "wrong_state"
+        assert played.verdict.outcome == expected, (arm, seed)
+
+
+GRADED_CASES = [
+    ("depth:d2", "graded?p_low=0.1&p_high=0.8"),
+    ("depth:d8", "graded?p_low=0.1&p_high=0.8"),
+    ("depth:d2+h5", "graded?p_low=0.1&p_high=0.8"),
+    ("depth:d2+h5", "graded?p_low=0.1&p_high=0.8&length_follows=1"),
+    ("depth:d1+h8", "graded?p_low=0.5&p_high=0.5"),
+    ("faults:f0+len(f4)", "graded?faults_high=0.8&length_follows=1"),
+    ("history:t600", "graded?history_low=0.3&history_high=0.6"),
+]
+
+
+@pytest.mark.parametrize("case", GRADED_CASES, ids=[f"{a}-{m}" for a, m in GRADED_CASES])
+def test_graded_pass_rates_match_their_expectation(case: tuple[str, str]) -> None:
+    """Observed pass rates against graded_expected, within four binomial standard errors; strict
+    and leaky agree (graded never overshoots), and every episode makes a tool call."""
+    arm, model = case
+    expected = graded_expected(arm, model)
+    passed = 0
+    for i in range(EPISODES):
+        b = bundle(arm, i % 20)
+        verdict = play(b, local_ask(model, b.tools, user=f"{arm}|{i % 20}|{i}")).verdict
+        assert verdict.passed == verdict.leaky_pass and verdict.calls >= 1, (arm, i)
+        passed += verdict.passed
+    sigma = math.sqrt(max(expected * (1 - expected), 1e-4) / EPISODES)
+    assert abs(passed / EPISODES - expected) <= 4 * sigma, (arm, model, passed, expected)
+
+
+def test_graded_expectation_by_hand() -> None:
+    """The arithmetic of the embedded default's comments, written out: the chance is linear in the
+    level between depth's lowest (1) and highest (8) candidate, and a one-call task always passes."""
+    model = "graded?p_low=0.1&p_high=0.8"
+    assert graded_expected("depth:d2", model) == pytest.approx(1 - (0.1 + 0.7 * 1 / 7))
+    assert graded_expected("depth:d5", model) == pytest.approx(1 - (0.1 + 0.7 * 4 / 7))
+    assert graded_expected("depth:d8", model) == pytest.approx(0.2)
+    assert graded_expected("depth:d1", model) == graded_expected("depth:d1+h8", model) == 1.0
+    assert graded_expected("depth:d2+h5", model) == pytest.approx(0.8)
+    assert graded_expected("depth:d2+h5", f"{model}&length_follows=1") == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="graded model"):
+        graded_expected("depth:d2", "noisy")
 
 
 # --- flaky: HTTP faults at declared, predictable rates --------------------------------------------

@@ -43,12 +43,12 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def broken_depth(monkeypatch: pytest.MonkeyPatch) -> None:
-    """depth:d3's system prompt gains a sentence the other levels lack: pin row N3 breaks."""
+    """depth:d8's system prompt gains a sentence the other levels lack: pin row N3 breaks."""
     real = generator_module.generate
 
     def generate(arm: Any, seed: int, *args: Any, **kwargs: Any) -> TaskBundle:
         bundle = real(arm, seed, *args, **kwargs)
-        if bundle.arm_id == "depth:d3":
+        if bundle.arm_id == "depth:d8":
             prompt = bundle.system_prompt + " Be quick."
             return bundle.model_copy(update={"system_prompt": prompt})
         return bundle
@@ -72,7 +72,7 @@ def test_run_refuses_a_plan_violating_a_pin_row_before_any_request(
     assert result.exit_code == 2, result.output
     lines = [x for x in result.stderr.splitlines() if x.strip()]
     assert len(lines) == 1
-    assert "N3" in lines[0] and "depth:d1" in lines[0] and "depth:d3" in lines[0]
+    assert "N3" in lines[0] and "depth:d2" in lines[0] and "depth:d8" in lines[0]
     assert "[" in lines[0]  # the values of the arms
     assert served == []
     assert not out.exists()
@@ -82,7 +82,7 @@ def test_run_arm_refuses_the_plan_before_its_cell_runs(
     tmp_path: Path, served: list[str], broken_depth: None
 ) -> None:
     with pytest.raises(PinRefusal, match="N3"):
-        run_arm(SMOKE, "depth:d1", tmp_path / "cell")  # the refused contrast is the plan's
+        run_arm(SMOKE, "depth:d2", tmp_path / "cell")  # the refused contrast is the plan's
     assert served == []
 
 

@@ -133,7 +133,7 @@ def test_smoke_writes_a_complete_folder(tmp_path: Path) -> None:
         assert all(len(o) == 52 for o in t["observations"])
         assert ln.usage.uncached_input_tokens is not None and ln.usage.completion_tokens is not None
         assert ln.timing.episode_s is not None and ln.timing.model_s is not None
-        assert ln.system_fingerprints == ["ref-0.1.0-noisy"] * ln.model_calls
+        assert ln.system_fingerprints == ["ref-0.1.0-graded"] * ln.model_calls
         assert not ln.resumed and ln.session == 0
     # calibration reads the folder through the same contract
     assert len(records_from_run(out)) == plan.episodes == 400

@@ -150,6 +150,7 @@ def main() -> None:
         )
         # A shard folder is input from another machine: a forged count of shards is bounded by
         # the plan's own tasks before anything is sized by it (it once allocated without bound).
+        plan = load_preregistration(SMOKE)  # a shard holds whole tasks: (arm, seed) pairs
         forged = copy(shards[2], work / "shard-2-forged-count")
         header = json.loads((forged / "run.json").read_text())
         header["shard"]["count"] = 10**12
@@ -158,7 +159,8 @@ def main() -> None:
             "a shard that says it is one of 10^12 (forged run.json)",
             [*shards[:2], forged, shards[3]],
             work / "m7",
-            "shard.count 1000000000000 is not 1 to the plan's 40 tasks",
+            "shard.count 1000000000000 is not 1 to the plan's "
+            f"{len(plan.arms) * len(plan.seeds)} tasks",
         )
         versioned = []
         for index, version in enumerate(("0.29.0", "0.28.1")):
@@ -192,7 +194,7 @@ def main() -> None:
             "a missing slot (a shard's last line gone)",
             [shards[0], cut, *shards[2:]],
             work / "m4",
-            f"of the plan's {len(load_preregistration(SMOKE).slots())} slots is missing",
+            f"of the plan's {len(plan.slots())} slots is missing",
         )
         doubled = copy(shards[1], work / "shard-1-doubled")
         first = (shards[0] / "episodes.jsonl").read_bytes().splitlines(keepends=True)[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from poisson_tasks.arms import KNOBS
+from poisson_tasks.arms import KNOBS, ArmSpec, levels
 from poisson_tasks.errors import PolicyError
 
 
@@ -81,8 +81,8 @@ POLICIES: dict[str, tuple[str, dict[str, Param]]] = {
     ),
     "overshoot": ("climbs each goal record to the top stage the tool block offers", {}),
     "graded": (
-        "the oracle, but gives up after its first call at a rate set per knob level, read from "
-        "the arm id in the request's user tag (a knob-probe fixture)",
+        "the oracle, but gives up after its own first call at a rate set per knob level, read "
+        "from the arm id in the request's user tag (a fixture: the knob probe, the default study)",
         _graded_params(),
     ),
     "no-call": ("answers in plain text asking for the entry code; never calls a tool", {}),
@@ -206,3 +206,16 @@ def parse_param_options(options: list[str]) -> dict[str, dict[str, float]]:
             raise PolicyError(f"--param {opt!r} is not of the form policy.parameter=value")
         out.setdefault(policy, {})[key] = raw
     return check_defaults(out)
+
+
+def graded_rate(spec: PolicySpec, arm: ArmSpec) -> float:
+    """graded's chance of giving up on an episode of `arm`: the knob's low rate at its lowest
+    candidate level, its high rate at its highest, linear in the level between (clamped). A control
+    arm is placed at its own level, or at the level it stands in for when length_follows is 1."""
+    cand = levels(arm.knob)
+    level = arm.control if arm.control is not None and spec.get("length_follows") else arm.level
+    position = min(1.0, max(0.0, (level - cand[0]) / (cand[-1] - cand[0])))
+    low, high = spec.get(f"{arm.knob}_low"), spec.get(f"{arm.knob}_high")
+    low = spec.get("p_low") if low == UNSET else low
+    high = spec.get("p_high") if high == UNSET else high
+    return low + (high - low) * position

@@ -31,7 +31,8 @@ __all__ = [
 
 
 def default_preregistration() -> Path:
-    """The embedded default: a small design against the in-process reference endpoint."""
+    """The embedded default: a positive control against the in-process reference endpoint (the
+    graded policy, whose rates are known from its parameters; the file's comments give them)."""
     return Path(str(files("poisson_tasks") / "data" / "smoke.yaml"))
 
 

@@ -7,12 +7,15 @@ card, in the order below, and no other.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
-from poisson_tasks.arms import levels
+from poisson_tasks.arms import levels, parse_arm_id
 from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, PublishedFacts, Statements
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
+from poisson_tasks.errors import ArmError, PolicyError
 from poisson_tasks.nouns import counted, noun
+from poisson_tasks.policycatalogue import graded_rate, parse_model
 from poisson_tasks.power import called_difference, mdd_worst_case
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import stop_words
@@ -26,6 +29,7 @@ __all__ = [
     "TOP_DEPTH",
     "build_statements",
     "can_tell",
+    "graded_design",
     "served_phrase",
     "stale_hashes",
     "stale_text",
@@ -84,10 +88,72 @@ def served_phrase(provenance: Provenance) -> str:
     return "from an endpoint whose kind the run did not record"
 
 
+def _direction(chances: Sequence[float], knob: str) -> str:
+    """How a give-up chance moves up a knob's levels, in words."""
+    steps = [b - a for a, b in pairwise(chances)]
+    if all(step > 0 for step in steps):
+        return f"more often at higher {knob}"
+    if all(step < 0 for step in steps):
+        return f"less often at higher {knob}"
+    if all(step == 0 for step in steps):
+        return f"equally at every {knob} level"
+    return f"more often at some {knob} levels than at others"
+
+
+def graded_design(policy: str | None, cells: Sequence[Cell]) -> str | None:
+    """For a card of the `graded` fixture: the give-up chance its parameters set at each level on
+    the card (read with the built-in defaults, the in-process server's), and that a difference
+    between its levels is the one the fixture was built to have; None for any other policy."""
+    try:
+        spec = parse_model(policy or "")
+        arms = [(cell, parse_arm_id(cell.arm_id)) for cell in cells]
+    except (PolicyError, ArmError):
+        return None
+    if spec.name != "graded":
+        return None
+    knobs = list(dict.fromkeys(cell.knob for cell in cells))
+    parts = []
+    for knob in knobs:
+        mine = sorted(
+            ((cell, arm) for cell, arm in arms if cell.knob == knob and not cell.control),
+            key=lambda pair: pair[1].level,
+        )
+        if not mine:
+            continue
+        chances = [graded_rate(spec, arm) for _, arm in mine]
+        at = " and ".join(
+            f"{chance:.3f} at {cell.arm_id}"
+            for (cell, _), chance in zip(mine, chances, strict=True)
+        )
+        parts.append(at + (f", so {_direction(chances, knob)}" if len(mine) > 1 else ""))
+    text = (
+        "`graded` is the oracle built to give up after its own first call, with a chance its "
+        f"parameters set for each level: {'; '.join(parts)}, by construction. A difference "
+        "between its levels is therefore the one the fixture was built to have: this card shows "
+        "the instrument resolving a known effect, not a property of any model."
+    )
+    if any(cell.control for cell in cells):
+        text += (
+            " Its control arms give up at the chance of the level they stand in for (it is hurt "
+            "by length as well)."
+            if spec.get("length_follows")
+            else " Its control arms give up at the chance of their own level (length alone does "
+            "not hurt it), so each should pass about as often as a level of its own depth."
+        )
+    one_call = [cell.arm_id for cell in cells if cell.min_calls == 1]
+    if one_call:
+        text += (
+            " A task that one call completes passes whatever the chance: "
+            f"{', '.join(one_call)} here."
+        )
+    return text
+
+
 def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Thresholds) -> str:
     episodes = sum(c.episodes for c in cells)
     scored = sum(c.scored for c in cells)
     pct = f"{th.confidence * 100:g}%"
+    designed = None
     if kind == "reference-policy":
         policy = provenance.serving.policy or provenance.model
         who = (
@@ -95,6 +161,7 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
             "a scripted baseline served by poisson-tasks' own reference endpoint. It is not a "
             "language model, and its figures show how the instrument reads a known behaviour"
         )
+        designed = graded_design(policy, cells)
     else:
         who = (
             f"This card is the record of {markdown_code(provenance.model)}, served "
@@ -105,6 +172,7 @@ def _what_it_is(kind: str, provenance: Provenance, cells: Sequence[Cell], th: Th
         f"level with {counted(provenance.attempts, 'attempt')} at each: "
         f"{counted(episodes, 'episode')} over {counted(len(cells), 'arm')}, {scored} of them "
         "scored. "
+        f"{designed + ' ' if designed else ''}"
         "A level's pass@1 is the average of its tasks' own pass rates, so each task counts once, "
         f"and its {pct} interval is an Agresti-Coull interval on the effective number of attempts "
         "(attempts at one task move together, so they count for less than independent ones), "
@@ -222,9 +290,9 @@ def _claims(
                 text=(
                     f"It has {counted(tasks, 'task')} per level, fewer than the "
                     f"{PUBLISHED_DESIGN_TASKS} of the "
-                    "published design, so its intervals are wide and most neighbouring levels will "
-                    "read too small to call. That is the resolution of this design, not evidence "
-                    "that the levels are alike."
+                    "published design, so its intervals are wider than theirs and a pair it reads "
+                    "too small to call may still differ. That is the resolution of this design, "
+                    "not evidence that the levels are alike."
                 ),
             )
         )

@@ -8,7 +8,12 @@ figures are baselines for testing and benchmarking the instrument, never a model
 from __future__ import annotations
 
 from poisson_tasks.policycatalogue import POLICY_NAMES, PolicySpec, parse_model
-from poisson_tasks.reference.expected import NoisyRates, noisy_expected, noisy_rates
+from poisson_tasks.reference.expected import (
+    NoisyRates,
+    graded_expected,
+    noisy_expected,
+    noisy_rates,
+)
 from poisson_tasks.reference.flaky import flaky_fault
 from poisson_tasks.reference.policies import ChatRequest, PolicyReply, respond
 from poisson_tasks.reference.server import ReferenceServer, serve_reference, start_reference_server
@@ -21,6 +26,7 @@ __all__ = [
     "PolicySpec",
     "ReferenceServer",
     "flaky_fault",
+    "graded_expected",
     "noisy_expected",
     "noisy_rates",
     "parse_model",

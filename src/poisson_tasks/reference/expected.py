@@ -1,4 +1,5 @@
-"""The noisy policy's outcome rates, known analytically from its parameters and the arm's shape.
+"""The noisy and graded policies' outcome rates, known analytically from their parameters and the
+arm's shape.
 
 The noisy policy makes the oracle's m calls (m = the arm's min_calls: d at depth d, 2 + F at
 faults level F, 6 at spread, 4 at shape, 2 elsewhere). At each of those steps it stops with
@@ -21,6 +22,12 @@ With no cap (T = None) these are passed = (1-o) q^m, overshoot = o q^m, wrong_st
 where q = r / (1 - w) = (1-s)(1-p_wrong_tool) / (1 - (1-s) p_wrong_tool). Strict pass@1 is `passed`;
 leaky pass@1 is passed + overshoot. A collateral mutation cannot happen: the noisy policy's wrong
 calls never touch a record.
+
+The graded policy is the oracle except that, once its own first call is answered, it gives up with
+g = policycatalogue.graded_rate(spec, arm), one draw per episode. An arm whose oracle makes one call
+(m = 1: depth:d1 and its control d1+h8) has reached its goal by then, so it always passes; any other
+arm passes with 1 - g and otherwise ends wrong_state. It never overshoots, so its strict and leaky
+rates are the same.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from math import comb
 
 from poisson_tasks.arms import ArmSpec, parse_arm_id
+from poisson_tasks.policycatalogue import PolicySpec, graded_rate, parse_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +121,13 @@ def noisy_expected(
     return noisy_rates(
         spec.min_calls, overshoot_possible(spec), p_wrong_tool, p_early_stop, p_overshoot, max_turns
     )
+
+
+def graded_expected(arm: ArmSpec | str, model: PolicySpec | str) -> float:
+    """The graded policy's expected pass@1 on any task of `arm` (strict and leaky alike), for a
+    graded model string or PolicySpec (see the module docstring)."""
+    spec = parse_arm_id(arm) if isinstance(arm, str) else arm
+    policy = parse_model(model) if isinstance(model, str) else model
+    if policy.name != "graded":
+        raise ValueError(f"graded_expected needs a graded model, not {policy.model!r}")
+    return 1.0 if spec.min_calls == 1 else 1.0 - graded_rate(policy, spec)

@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from poisson_tasks.reference.reading import Conversation, TaskReading, ToolBlock, ToolSig
+from poisson_tasks.reference.reading import (
+    Answer,
+    Conversation,
+    TaskReading,
+    ToolBlock,
+    ToolSig,
+)
 
 _RETRY_LIMIT = 16  # the most times one call answered `unavailable` is made again
 _OK = "ok"
@@ -77,6 +83,22 @@ def progress(task: TaskReading, block: ToolBlock, conv: Conversation) -> dict[st
         ):
             out[rid] = PlanProgress(tool.stage, answer.payload)
     return out
+
+
+def own_call_answered(task: TaskReading, block: ToolBlock, conv: Conversation) -> bool:
+    """Whether a call the plan makes has been answered: a stage call on a goal record, or a read
+    the request names for its code. A seeded history's calls are neither (each is a read the task
+    does not need), so this tells a policy's own calls from the history it was given."""
+    ledgers = {g.record_id: g.ledger for g in task.goals}
+
+    def own(answer: Answer) -> bool:
+        tool = block.by_name(answer.name)
+        rid = (answer.arguments or {}).get("record_id")
+        if tool is not None and tool.kind == "stage" and isinstance(rid, str):
+            return ledgers.get(rid) == tool.ledger
+        return answer.name in task.code_reads
+
+    return any(own(answer) for answer in conv.answers)
 
 
 def _fill(tool: ToolSig, task: TaskReading, record_id: str, token: str) -> dict[str, str] | None:

@@ -18,8 +18,15 @@ from typing import Any
 
 from poisson_tasks.arms import ArmSpec, levels, parse_arm_id
 from poisson_tasks.errors import ArmError
-from poisson_tasks.policycatalogue import UNSET, PolicySpec
-from poisson_tasks.reference.planner import Call, CallPlan, overshoot_call, plan, wrong_calls
+from poisson_tasks.policycatalogue import PolicySpec, graded_rate
+from poisson_tasks.reference.planner import (
+    Call,
+    CallPlan,
+    overshoot_call,
+    own_call_answered,
+    plan,
+    wrong_calls,
+)
 from poisson_tasks.reference.reading import (
     Conversation,
     TaskReading,
@@ -143,28 +150,15 @@ def top_arm_request(user: str | None) -> bool:
     return arm is not None and arm.control is None and arm.level == levels(arm.knob)[-1]
 
 
-def graded_rate(spec: PolicySpec, arm: ArmSpec) -> float:
-    """graded's chance of giving up on an episode of `arm`: the knob's low rate at its lowest
-    candidate level, its high rate at its highest, linear in the level between (clamped). A control
-    arm is placed at its own level, or at the level it stands in for when length_follows is 1."""
-    cand = levels(arm.knob)
-    level = arm.control if arm.control is not None and spec.get("length_follows") else arm.level
-    position = min(1.0, max(0.0, (level - cand[0]) / (cand[-1] - cand[0])))
-    low, high = spec.get(f"{arm.knob}_low"), spec.get(f"{arm.knob}_high")
-    low = spec.get("p_low") if low == UNSET else low
-    high = spec.get("p_high") if high == UNSET else high
-    return low + (high - low) * position
-
-
 def _graded(spec: PolicySpec, request: ChatRequest) -> PolicyReply:
     """The oracle, except that with graded_rate's chance (one draw per episode, keyed by the user
-    tag) it stops with a reply once its first call is answered: the episode has a tool call and
-    does not reach the goal."""
+    tag) it stops with a reply once its own first call is answered (a seeded history's calls are
+    not its own): the episode has a tool call, and reaches the goal only if that call did."""
     seen = _see(request)
     arm = _arm_of(request.user)
     if (
         arm is not None
-        and seen.conv.answers
+        and own_call_answered(seen.task, seen.block, seen.conv)
         and draw("graded", request.user) < graded_rate(spec, arm)
     ):
         return PolicyReply(content=EARLY_STOP_REPLY)
