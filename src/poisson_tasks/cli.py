@@ -214,10 +214,22 @@ def serve_reference(
         list[str] | None,
         typer.Option("--param", help="A policy default, e.g. noisy.p_wrong_tool=0.2 (repeatable)."),
     ] = None,
+    rpm: Annotated[
+        int | None,
+        typer.Option(
+            "--rpm", min=1, help="Limit requests per minute, with OpenAI's headers and 429s."
+        ),
+    ] = None,
+    tpm: Annotated[
+        int | None,
+        typer.Option(
+            "--tpm", min=1, help="Limit tokens per minute, with OpenAI's headers and 429s."
+        ),
+    ] = None,
 ) -> None:
     """Serve the reference policies (baselines, never a model) as an OpenAI-compatible endpoint."""
     from poisson_tasks.policycatalogue import parse_param_options
-    from poisson_tasks.reference import POLICY_NAMES
+    from poisson_tasks.reference import POLICY_NAMES, RateLimit
     from poisson_tasks.reference import serve_reference as serve
 
     serve(
@@ -225,8 +237,11 @@ def serve_reference(
         port,
         api_key=api_key,
         policy_defaults=parse_param_options(param or []),
+        rate_limit=RateLimit(rpm, tpm) if rpm is not None or tpm is not None else None,
         announce=lambda served: typer.echo(
-            f"serving reference policies at {served.base_url} ({', '.join(POLICY_NAMES)}); Ctrl-C stops"
+            f"serving reference policies at {served.base_url} ({', '.join(POLICY_NAMES)})"
+            + "".join(f"; {v:,} {n} a minute" for n, v in (("requests", rpm), ("tokens", tpm)) if v)
+            + "; Ctrl-C stops"
         ),
     )
 

@@ -11,14 +11,17 @@ from poisson_tasks.policycatalogue import POLICY_NAMES, PolicySpec, parse_model
 from poisson_tasks.reference.expected import NoisyRates, noisy_expected, noisy_rates
 from poisson_tasks.reference.flaky import flaky_fault
 from poisson_tasks.reference.policies import ChatRequest, PolicyReply, respond
+from poisson_tasks.reference.ratelimit import LimitChange, RateLimit
 from poisson_tasks.reference.server import ReferenceServer, serve_reference, start_reference_server
 
 __all__ = [
     "POLICY_NAMES",
     "ChatRequest",
+    "LimitChange",
     "NoisyRates",
     "PolicyReply",
     "PolicySpec",
+    "RateLimit",
     "ReferenceServer",
     "flaky_fault",
     "noisy_expected",
