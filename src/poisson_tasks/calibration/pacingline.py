@@ -18,12 +18,12 @@ _QUANTITY = {
 
 
 def _stated(stated: dict[str, int]) -> str:
-    parts = [f"{limit:,} {_QUANTITY.get(q, q)}" for q, limit in stated.items()]
+    parts = [f"{limit:,} {_QUANTITY.get(name, name)}" for name, limit in stated.items()]
     return " and ".join(parts) + " a minute"
 
 
-def _times(n: int) -> str:
-    return "once" if n == 1 else f"{n:,} times"
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count:,} times"
 
 
 def pacing_text(record: PacingRecord, harness: str) -> str:
@@ -64,8 +64,10 @@ def pacing_lines(provenance: Provenance, rate_limited: RateLimited | None) -> li
 
 def met(rate_limited: RateLimited) -> str:
     """The 429s the study's episodes met, in words."""
-    n, episodes = rate_limited.responses, rate_limited.episodes
-    if n == 0:
+    responses, episodes = rate_limited.responses, rate_limited.episodes
+    if responses == 0:
         return "no response was 429 (rate limited)"
-    were = "response was" if n == 1 else "responses were"
-    return f"{n:,} {were} 429 (rate limited), in {episodes:,} episode{'s' * (episodes != 1)}"
+    were = "response was" if responses == 1 else "responses were"
+    return (
+        f"{responses:,} {were} 429 (rate limited), in {episodes:,} episode{'s' * (episodes != 1)}"
+    )

@@ -68,7 +68,7 @@ class RateLimit:
     def at(self, elapsed: float) -> tuple[int | None, int | None]:
         """(rpm, tpm) in force `elapsed` seconds after the first request."""
         rpm, tpm = self.rpm, self.tpm
-        for change in sorted(self.changes, key=lambda c: c.after_s):
+        for change in sorted(self.changes, key=lambda later: later.after_s):
             if elapsed >= change.after_s:
                 rpm, tpm = change.rpm, change.tpm
         return rpm, tpm
