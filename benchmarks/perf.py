@@ -73,6 +73,7 @@ BLOCKS: dict[str, Block] = {
         "## Performance (issue 15)", stages=("card", "generate", "runner", "startup")
     ),
     "view": Block("## View report (issue 23)", stages=("view",)),
+    "pacing": Block("## Pacing against a rate-limited endpoint (issue 37)", "bench_pacing.py"),
 }
 
 
