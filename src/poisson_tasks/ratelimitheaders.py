@@ -45,6 +45,9 @@ def names(quantity: str) -> tuple[str, str, str]:
     )
 
 
+_NAMES = tuple((quantity, names(quantity)) for quantity in QUANTITIES)
+
+
 @dataclass(frozen=True, slots=True)
 class Stated:
     """What one response said about one quantity: its limit per minute, what remains, and the
@@ -109,9 +112,11 @@ def read_stated(headers: Mapping[str, str]) -> tuple[Stated, ...]:
     """Every quantity a response's headers state in full (lower-case names, or a mapping whose
     lookups ignore case, as httpx's do); empty when the server sends none."""
     out: list[Stated] = []
-    for quantity in QUANTITIES:
-        limit_name, remaining_name, reset_name = names(quantity)
-        limit = parse_count(headers.get(limit_name))
+    for quantity, (limit_name, remaining_name, reset_name) in _NAMES:
+        said = headers.get(limit_name)
+        if said is None:  # the common case, a server that states nothing: one look-up each
+            continue
+        limit = parse_count(said)
         remaining = parse_count(headers.get(remaining_name))
         if limit is None or limit < 1 or remaining is None:
             continue

@@ -126,10 +126,11 @@ class Buckets:
     def send(self, now: float, ticket: Ticket) -> Ticket:
         """The ticket goes out now: numbered, charged to every bucket, counted in flight."""
         ticket.seq, self._next = self._next, self._next + 1
-        ticket.paced = self.active
-        self._bring(now)
-        for quantity, bucket in self.buckets.items():
-            bucket.level -= ticket.charge(quantity)
+        if self.buckets:
+            ticket.paced = True
+            self._bring(now)
+            for quantity, bucket in self.buckets.items():
+                bucket.level -= ticket.charge(quantity)
         self.in_flight[ticket.seq] = ticket
         return ticket
 
