@@ -82,6 +82,7 @@ BLOCKS: dict[str, Block] = {
         "## What a server sends, read within bounds (issue 33)", "bench_reference_http.py"
     ),
     "received": Block("## What a server sends, read within bounds (issue 33)", "bench_received.py"),
+    "pacing": Block("## Pacing against a rate-limited endpoint (issue 37)", "bench_pacing.py"),
 }
 
 

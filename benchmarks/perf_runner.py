@@ -140,10 +140,10 @@ def _mark(start: bool) -> None:
         _CPU["last"] = now
 
 
-async def _timed_post(self: Endpoint, payload: bytes, attempt: int) -> httpx2.Response:
+async def _timed_post(self: Endpoint, payload: bytes, attempt: int, *rest: Any) -> httpx2.Response:
     _mark(True)
     try:
-        return await _endpoint_post(self, payload, attempt)
+        return await _endpoint_post(self, payload, attempt, *rest)
     finally:
         _mark(False)
 

@@ -17,6 +17,10 @@ Rows:
 Each command runs once untimed first (the interpreter writes its bytecode caches then, as it does
 for a user, even where PYTHONDONTWRITEBYTECODE is set here), then --repeats rounds, the commands
 interleaved within a round; the median is reported.
+
+`--against SRC` also runs the one-task generate and --help with another checkout's package
+(PYTHONPATH=SRC, e.g. a `git archive` of an earlier commit's src/), interleaved in the same rounds,
+and adds a row for each: this tree's figure beside that tree's, measured side by side.
 """
 
 from __future__ import annotations
@@ -42,17 +46,17 @@ HELP_S = 0.1
 SWEEP_S = 3.0
 
 
-def run(argv: list[str]) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak RSS MiB) of one process running argv to a zero exit."""
+def run(argv: list[str], source: str | None = None) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MiB) of one process running argv to a zero exit
+    (`source`: the package imported from that folder instead of this tree's)."""
+    env = user_env() if source is None else {**user_env(), "PYTHONPATH": source}
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=user_env()
-    )
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        done = subprocess.run(argv, capture_output=True, text=True, env=user_env(), check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise SystemExit(f"{' '.join(argv[:3])} ... exited {proc.returncode}: {tail}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
@@ -75,7 +79,7 @@ def every_arm() -> str:
     return done.stdout.strip()
 
 
-def measure(repeats: int, seeds: str) -> list[dict[str, Any]]:
+def measure(repeats: int, seeds: str, against: str | None = None) -> list[dict[str, Any]]:
     arms = every_arm()
     commands = {
         "anchor": [sys.executable, "-c", "pass"],
@@ -84,10 +88,15 @@ def measure(repeats: int, seeds: str) -> list[dict[str, Any]]:
         "sweep1": [*cli(), "generate", "--arms", arms, "--seeds", seeds, "--workers", "1"],
         "sweep2": [*cli(), "generate", "--arms", arms, "--seeds", seeds, "--workers", "2"],
     }
-    for name in ("anchor", "generate", "help"):
-        run(commands[name])
+    sources: dict[str, str | None] = dict.fromkeys(commands)
+    if against is not None:
+        commands["generate@"], commands["help@"] = commands["generate"], commands["help"]
+        sources["generate@"] = sources["help@"] = against
+    for name in ("anchor", "generate", "help", *(("generate@", "help@") if against else ())):
+        run(commands[name], sources[name])
     run([*cli(), "generate", "--arms", "history:t300,history:t600", "--seeds", "0"])
-    runs, loads = interleaved(commands, repeats, run)
+    by_name = {name: [name] for name in commands}  # interleaved hands each run its name
+    runs, loads = interleaved(by_name, repeats, lambda key: run(commands[key[0]], sources[key[0]]))
 
     def median(name: str, field: int) -> float:
         return statistics.median(r[field] for r in runs[name])
@@ -98,7 +107,27 @@ def measure(repeats: int, seeds: str) -> list[dict[str, Any]]:
     sweep1, sweep2 = median("sweep1", 0), median("sweep2", 0)
     load = f"load average {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
     common = f"median of {repeats}, whole process, {load}"
+    beside: list[dict[str, Any]] = []
+    if against is not None:
+        for name, what in (("generate", "generate depth:d3 --seed 7 --json"), ("help", "--help")):
+            now, then = median(name, 0), median(f"{name}@", 0)
+            beside.append(
+                {
+                    "stage": f"start-up: {what}, this tree against {against}",
+                    "now": _s(now),
+                    "anchor": f"{against} {_s(then)}",
+                    "target": "<= that tree",
+                    "ratio": f"{now / then:.2f}x",
+                    "met": now <= then,
+                    "note": (
+                        f"CPU {_s(median(name, 1))} against {_s(median(f'{name}@', 1))}; "
+                        f"peak {median(name, 2):.0f} MiB against {median(f'{name}@', 2):.0f} "
+                        f"MiB; {common}"
+                    ),
+                }
+            )
     return [
+        *beside,
         {
             "stage": "start-up: generate depth:d3 --seed 7 --json (one task), time",
             "now": _s(generate),
@@ -162,8 +191,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON list of rows")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of every command")
     parser.add_argument("--seeds", default="0-59", help="the pin sweep's seeds (default 0-59)")
+    parser.add_argument(
+        "--against", metavar="SRC", help="another checkout's src/, measured side by side"
+    )
     args = parser.parse_args()
-    rows = measure(max(1, args.repeats), args.seeds)
+    rows = measure(max(1, args.repeats), args.seeds, args.against)
     report(rows, args.json)
 
 

@@ -82,3 +82,32 @@ def test_bad_arm_level_and_seed_are_one_line_exit_2() -> None:
         assert res.returncode == 2, (args, res.stderr)
         lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and needle in lines[0], res.stderr
+
+
+START_UP = """
+import atexit, gc, sys
+sys.argv = ["poisson-tasks", "generate", "depth:d3", "--seed", "7", "--json"]
+
+def report():
+    from poisson_tasks import cli
+    loaded = [m for m in ("poisson_tasks.pins.check", "poisson_tasks.pins.plan", "multiprocessing",
+                          "concurrent.futures", "importlib.readers") if m in sys.modules]
+    verbs = sorted(cli._command("generate").commands)
+    print(loaded, verbs, cli._command.cache_info().currsize, gc.isenabled(), gc.get_freeze_count() > 0,
+          file=sys.stderr)
+
+atexit.register(report)
+from poisson_tasks.launch import main
+main()
+"""
+
+
+def test_one_task_loads_what_it_needs_and_collects_only_its_own_work() -> None:
+    """The start-up of `generate --json` (benchmarks/RESULTS.md, start-up): no contrast checks,
+    no process pool, no package resources read; typer's tree built for the one verb; the cyclic
+    collector back on when the verb ran, what loaded before it frozen."""
+    done = subprocess.run(
+        [sys.executable, "-c", START_UP], capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout)["arm_id"] == "depth:d3"
+    assert done.stderr.strip() == "[] ['generate'] 1 True True"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import functools
+import gc
 import os
 import signal
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
+import typer.models
 from typer.exceptions import TyperException
 
 from poisson_tasks import stopping
@@ -18,6 +21,8 @@ from poisson_tasks.errors import PoissonError, PreregistrationError, escape_cont
 from poisson_tasks.local import defaults as local_defaults
 
 if TYPE_CHECKING:
+    from typer._click import Command  # typer's own click, which its get_command returns
+
     from poisson_tasks.calibration.output import CardFiles
 
 # Each verb imports what it needs inside its own body (ruff PLC0415 is off for this file): the
@@ -94,12 +99,23 @@ def _fail(exc: PoissonError) -> typer.Exit:
     return typer.Exit(exc.exit_code)
 
 
+# Set by main when the console command loaded with the cyclic collector off (launch.py): the
+# verb turns it back on before its own work, so a long run collects as it always did. What was
+# allocated while it was off is frozen first (gc.freeze): the collector's first pass would
+# otherwise scan all of it at once, which costs more than the passes it saved.
+_collector_held: list[bool] = []
+
+
 def exits(verb: Callable[_P, _R]) -> Callable[_P, _R]:
     """The one place library errors become exit codes: a PreregistrationError prints one line per
     problem, any other PoissonError one line; both exit with the error's `exit_code` (errors.py)."""
 
     @functools.wraps(verb)
     def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if _collector_held:  # what loaded stays (frozen, never scanned); new work is collected
+            _collector_held.clear()
+            gc.freeze()
+            gc.enable()
         try:
             return verb(*args, **kwargs)
         except PreregistrationError as exc:
@@ -244,10 +260,22 @@ def serve_reference(
         list[str] | None,
         typer.Option("--param", help="A policy default, e.g. noisy.p_wrong_tool=0.2 (repeatable)."),
     ] = None,
+    rpm: Annotated[
+        int | None,
+        typer.Option(
+            "--rpm", min=1, help="Limit requests per minute, with OpenAI's headers and 429s."
+        ),
+    ] = None,
+    tpm: Annotated[
+        int | None,
+        typer.Option(
+            "--tpm", min=1, help="Limit tokens per minute, with OpenAI's headers and 429s."
+        ),
+    ] = None,
 ) -> None:
     """Serve the reference policies (baselines, never a model) as an OpenAI-compatible endpoint."""
     from poisson_tasks.policycatalogue import parse_param_options
-    from poisson_tasks.reference import POLICY_NAMES
+    from poisson_tasks.reference import POLICY_NAMES, RateLimit
     from poisson_tasks.reference import serve_reference as serve
 
     serve(
@@ -255,8 +283,11 @@ def serve_reference(
         port,
         api_key=api_key,
         policy_defaults=parse_param_options(param or []),
+        rate_limit=RateLimit(rpm, tpm) if rpm is not None or tpm is not None else None,
         announce=lambda served: typer.echo(
-            f"serving reference policies at {served.base_url} ({', '.join(POLICY_NAMES)}); Ctrl-C stops"
+            f"serving reference policies at {served.base_url} ({', '.join(POLICY_NAMES)})"
+            + "".join(f"; {v:,} {n} a minute" for n, v in (("requests", rpm), ("tokens", tpm)) if v)
+            + "; Ctrl-C stops"
         ),
     )
 
@@ -713,10 +744,31 @@ def _stop_line(signum: int) -> str:
     return f"error: {hint}"
 
 
-# The click command tree typer builds from `app`, built once per process: typer builds it again on
-# every `app(...)` call (about 40 ms, reading every verb's annotations), which a caller that runs
-# the command line many times in one process (tests, a notebook) pays on each call.
-_command = functools.cache(functools.partial(typer.main.get_command, app))
+@functools.cache
+def _command(verb: str | None = None) -> Command:
+    """The click command tree typer builds from `app`, built once per process: typer builds it
+    again on every `app(...)` call (about 40 ms, reading every verb's annotations), which a caller
+    that runs the command line many times in one process (tests, a notebook) pays on each call.
+    Given a verb, the tree holds that verb alone (under the same root, so its usage, errors and
+    help read the same): one process runs one verb, and reading the other verbs' annotations cost
+    `generate --json` about a tenth of its start-up."""
+    if verb is None:
+        return typer.main.get_command(app)
+    alone = copy.copy(app)
+    alone.registered_commands = [c for c in app.registered_commands if _verb(c) == verb]
+    return typer.main.get_command(alone)
+
+
+def _verb(info: typer.models.CommandInfo) -> str:
+    """A registered verb's name on the command line, as typer names it."""
+    return info.name or typer.main.get_command_name(info.callback.__name__)  # type: ignore[union-attr]
+
+
+def _tree(argv: list[str]) -> Command:
+    """The tree for this command line: its verb alone when the first word names one, else all."""
+    first = argv[0] if argv else None
+    known = first is not None and any(_verb(c) == first for c in app.registered_commands)
+    return _command(first if known else None)
 
 
 def run_cli(argv: list[str] | None = None) -> int:
@@ -725,8 +777,9 @@ def run_cli(argv: list[str] | None = None) -> int:
     one line, exit 130 or 143; nothing ever ends in a traceback for a stop or a bad input."""
     _writing.clear()
     _reported.clear()
+    args = sys.argv[1:] if argv is None else argv
     try:
-        rv = _command().main(args=argv, prog_name=PROG, standalone_mode=False)
+        rv = _tree(args).main(args=args, prog_name=PROG, standalone_mode=False)
     except typer.Abort:
         rv = 130
     except TyperException as exc:
@@ -761,6 +814,8 @@ def run_cli(argv: list[str] | None = None) -> int:
 
 def main() -> None:
     stopping.install(_stop_line)
+    if not gc.isenabled():  # launch.py held it off while loading
+        _collector_held.append(True)
     sys.exit(run_cli())
 
 

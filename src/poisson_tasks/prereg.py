@@ -301,7 +301,12 @@ class Budget(BaseModel):
 
 
 class Execution(BaseModel):
-    """How the runner drives the endpoint; none of it changes what is measured."""
+    """How the runner drives the endpoint; none of it changes what is measured.
+
+    `pace`: `headers` (the default) paces new requests by the rate-limit headers the endpoint
+    sends, where it sends them (runner/pacing.py); `off` sends at the concurrency alone. YAML reads
+    an unquoted `off` as false, which is taken as `off`.
+    """
 
     model_config = _STRICT
 
@@ -312,10 +317,22 @@ class Execution(BaseModel):
     request_timeout_s: float = 300.0
     episode_timeout_s: float = 1800.0
     retry_after_max_s: float | None = None
+    pace: Literal["headers", "off"] = "headers"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _off_as_written(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("pace") is False:
+            return {**data, "pace": "off"}
+        return data
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _drop_unset(self, handler, ("retry_after_max_s",))
+        # The default pace is left out, so every document written before it keeps its hash.
+        out = _drop_unset(self, handler, ("retry_after_max_s",))
+        if out.get("pace") == "headers":
+            del out["pace"]
+        return out
 
 
 class Preregistration(BaseModel):

@@ -192,6 +192,25 @@ class EpisodeLine(BaseModel):
     transcript: dict[str, Any] = Field(default_factory=dict)
 
 
+class PacingRecord(BaseModel):
+    """How one session paced its requests (runner/pacing.py): the `execution.pace` in force,
+    whether the endpoint stated a rate limit (then requests were paced by it), the last limit it
+    stated per quantity (requests, tokens, tokens_usage_based: per minute), how often a stated
+    limit changed, how often a 429 made the pacer slow down, and how many requests the pacer held
+    before sending and for how long in all.
+    A session killed before its end records only `pace` (`applied` None: not recorded)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pace: Literal["headers", "off"]
+    applied: bool | None = None
+    stated: dict[str, int] = Field(default_factory=dict)
+    limit_changes: int = 0
+    slowdowns: int = 0
+    held: int = 0
+    held_s: float = 0.0
+
+
 class Session(BaseModel):
     """One invocation of the runner on this folder.
 
@@ -213,6 +232,15 @@ class Session(BaseModel):
     concurrency: int | None = None
     budget: dict[str, Any] | None = None
     serving: dict[str, Any] | None = None
+    pacing: PacingRecord | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unpaced(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A session written before pacing existed keeps its bytes."""
+        out: dict[str, Any] = handler(self)
+        if out.get("pacing") is None:
+            out.pop("pacing", None)
+        return out
 
 
 class OwnToolsRecord(BaseModel):

@@ -307,6 +307,16 @@ class ServingObserved(_Frozen):
     context_window: int | None
 
 
+class RateLimited(_Frozen):
+    """The 429s a study met, counted from its episode lines' failed responses: how many, and in
+    how many episodes. On a card whose run recorded its pacing (runner/pacing.py), beside the
+    pacing each session had (provenance.sessions' `pacing`); a 429 of an episode abandoned in
+    flight is not in it (its line was never written)."""
+
+    responses: int
+    episodes: int
+
+
 class FirstRequestArm(_Frozen):
     """Pin N13 on one arm: over its tasks with both counts (the first line of each), the first
     request's input tokens as the server counted them, the pinned tokenizer's count of the same
@@ -423,14 +433,15 @@ class Artifact(_Frozen):
     serving_observed: ServingObserved | None = None
     first_request: FirstRequestPin | None = None
     reproducibility: Reproducibility | None = None
+    rate_limited: RateLimited | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out when None: a card without serving observations or a replay keeps the bytes it
-        # had before the field existed (the published reference-policy cards); card.md says
-        # "not replayed".
+        # Left out when None: a card without serving observations, a replay or a record of its
+        # pacing keeps the bytes it had before the field existed (the published reference-policy
+        # cards); card.md says "not replayed".
         out: dict[str, Any] = handler(self)
-        for key in ("serving_observed", "reproducibility"):
+        for key in ("serving_observed", "reproducibility", "rate_limited"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

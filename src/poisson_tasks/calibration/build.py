@@ -28,6 +28,7 @@ from poisson_tasks.calibration.artifact import (
     KnobTable,
     NoCallPeak,
     PublishedFacts,
+    RateLimited,
     ServingObserved,
 )
 from poisson_tasks.calibration.comparisons import knob_table
@@ -201,6 +202,9 @@ def artifact_from_tally(
         statements=build_statements(kind, provenance, cells, knobs, installed, published, th),
         serving_observed=serving_observed(tally, provenance) if kind == "model" else None,
         first_request=first_request_pin(tally, provenance.arms, provenance.seeds),
+        rate_limited=RateLimited(responses=tally.rate_limited, episodes=tally.rate_limited_episodes)
+        if any(s.pacing is not None for s in provenance.sessions)
+        else None,
     )
 
 

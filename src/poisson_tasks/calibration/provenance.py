@@ -39,6 +39,7 @@ from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import (
     MergeRecord,
     OwnToolsRecord,
+    PacingRecord,
     RunHeader,
     StopReason,
     read_header,
@@ -109,7 +110,8 @@ class SessionInfo(BaseModel):
     A session served otherwise than the first on pin N10 (servingpin.compare_serving) carries its
     own `serving`, the N10 fields that differ (`serving_differs`) and the change in words
     (`serving_change`); a session served as the first carries none of them, so a card of one
-    serving keeps the bytes it had before sessions' servings were compared.
+    serving keeps the bytes it had before sessions' servings were compared. `pacing` is the
+    session's record of its pacing (runfolder.PacingRecord), absent from a run made before it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -124,11 +126,12 @@ class SessionInfo(BaseModel):
     serving: ServingInfo | None = None
     serving_differs: list[str] = Field(default_factory=list)
     serving_change: str | None = None
+    pacing: PacingRecord | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        for key in ("serving", "serving_differs", "serving_change"):
+        for key in ("serving", "serving_differs", "serving_change", "pacing"):
             if not out.get(key):
                 out.pop(key, None)
         return out
@@ -354,6 +357,7 @@ def provenance_from_header(
                 ),
                 concurrency=s.concurrency,
                 detail=s.detail,
+                pacing=s.pacing,
                 **(
                     {
                         "serving": _serving(header, s.serving),

@@ -108,6 +108,7 @@ class EpisodeRow:
     text_call_dialects: list[str]
     first_request_tokens: int | None
     first_request_pinned_tokens: int | None
+    rate_limited: int = 0  # the episode's failed responses that were 429 (transcript)
 
     @property
     def tokens(self) -> int | None:
@@ -360,6 +361,15 @@ def _dialects(transcript: Any) -> list[str]:
 _EMPTY_DIALECTS: list[str] = []
 
 
+def _rate_limited(transcript: Any) -> int:
+    """How many of the episode's failed responses were 429 (its transcript's
+    `failed_responses`); 0 where the harness recorded none."""
+    failed = transcript.get("failed_responses") if type(transcript) is dict else None
+    if type(failed) is not list or not failed:
+        return 0
+    return sum(1 for f in failed if type(f) is dict and f.get("status") == 429)
+
+
 class _Plan(PlanSlots):
     """The header's plan (runfolder.PlanSlots, the check `run --resume` runs too), each checked
     line made a row."""
@@ -373,6 +383,7 @@ class _Plan(PlanSlots):
         instrument = outcome in INSTRUMENT_OUTCOMES
         usage = doc.get("usage", _NOTHING)
         timing = doc.get("timing", _NOTHING)
+        transcript = doc.get("transcript", _NOTHING)
         return EpisodeRow(
             arm_id=arm,
             knob=spec.knob,
@@ -406,9 +417,10 @@ class _Plan(PlanSlots):
             system_fingerprints=doc.get("system_fingerprints", []),
             malformed_clause=doc.get("malformed_clause"),
             text_calls=doc.get("unparsed_text_calls", 0),
-            text_call_dialects=_dialects(doc.get("transcript", _NOTHING)),
+            text_call_dialects=_dialects(transcript),
             first_request_tokens=usage.get("first_request_tokens"),
             first_request_pinned_tokens=usage.get("first_request_pinned_tokens"),
+            rate_limited=_rate_limited(transcript),
         )
 
 

@@ -26,6 +26,7 @@ from poisson_tasks.calibration.artifact import (
     ServingObserved,
 )
 from poisson_tasks.calibration.comparisons import ordering_reading
+from poisson_tasks.calibration.pacingline import pacing_lines
 from poisson_tasks.calibration.provenance import Provenance, ServingInfo
 from poisson_tasks.calibration.statements import stale_text
 from poisson_tasks.glossary import POINTER
@@ -939,6 +940,7 @@ def _provenance_section(artifact: Artifact) -> list[str]:
         f"- turn limit: {NOT_RECORDED if provenance.turn_limit is None else provenance.turn_limit}"
         " model calls",
         f"- concurrency: {_concurrency(provenance)}",
+        *pacing_lines(provenance, artifact.rate_limited),
         f"- arms ({len(provenance.arms)}), tasks per level {len(provenance.seeds)}, "
         f"attempts per task {provenance.attempts}",
         f"- verifier strictness: {markdown(', '.join(provenance.strictness))}",

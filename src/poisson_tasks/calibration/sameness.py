@@ -53,6 +53,12 @@ TIME_AND_PLACEMENT: tuple[Excluded, ...] = (
         "machine, one or more per shard",
     ),
     Excluded("provenance.concurrency", None, "episodes in flight at once, per machine"),
+    Excluded(
+        "rate_limited",
+        None,
+        "how many responses were 429 depends on when requests went out and on what else the "
+        "account sent",
+    ),
     Excluded("provenance.shards", None, "how the study was cut and where each shard's folder was"),
     Excluded(
         "cells.*.resumed",

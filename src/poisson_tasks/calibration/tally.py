@@ -158,6 +158,8 @@ class RunTally:
         # pin N13: per arm, per seed, the first line's (server, pinned) first-request tokens
         self.first_requests: dict[str, dict[int, tuple[int, int]]] = {arm: {} for arm in self.cells}
         self.first_pinned = 0  # lines that carry the pinned count (0: the run predates it)
+        self.rate_limited = 0  # failed responses that were 429, over every episode
+        self.rate_limited_episodes = 0  # episodes that met at least one
 
     def add(self, row: EpisodeRow) -> None:
         """Count one episode; its arm must be one of the plan's (KeyError otherwise)."""
@@ -179,6 +181,9 @@ class RunTally:
         self.all_tokens += tokens or 0
         if row.context_overflow:
             self.overflows[row.arm_id] += 1
+        if row.rate_limited:
+            self.rate_limited += row.rate_limited
+            self.rate_limited_episodes += 1
         pinned = row.first_request_pinned_tokens
         if pinned is not None:
             self.first_pinned += 1

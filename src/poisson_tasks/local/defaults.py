@@ -6,7 +6,7 @@ llama.cpp.
 
 from __future__ import annotations
 
-from importlib import resources
+from pathlib import Path
 
 PORT = 0  # 0: the operating system picks a free port, which the printed URL names
 THREADS = 1
@@ -18,8 +18,10 @@ TEMPLATE_SUFFIX = ".jinja"
 
 
 def shipped_templates() -> list[str]:
-    """The names of the chat templates this package ships (data/templates/NAME.jinja)."""
-    folder = resources.files("poisson_tasks").joinpath("data", "templates")
+    """The names of the chat templates this package ships (data/templates/NAME.jinja). Read from
+    the installed files, as hashes.py reads the sources: importlib.resources would cost every
+    command line (it lists them in --help) a few milliseconds of imports."""
+    folder = Path(__file__).resolve().parent.parent / "data" / "templates"
     return sorted(
         p.name.removesuffix(TEMPLATE_SUFFIX)
         for p in folder.iterdir()

@@ -25,7 +25,7 @@ def _signed(delta: float) -> str:
 class ProbeFigure(BaseModel):
     """One difference of strict pass@1 between two arms, with its task-clustered interval."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     value: float
     low: float
@@ -44,7 +44,7 @@ class ProbeCell(BaseModel):
     given where the verdict rests on it (cannot tell).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str
     verdict: ProbeVerdict
@@ -76,7 +76,7 @@ class KnobStatusRow(BaseModel):
     knob is an arms knob name, checked where the row is built (this module imports no arms).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     knob: str
     shipped: bool
@@ -99,7 +99,7 @@ class KnobStatus(BaseModel):
     generator; they are reported as such, never as measurements of this build.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     rows: tuple[KnobStatusRow, ...]
     models: tuple[str, ...] = PROBE_MODELS
@@ -138,7 +138,7 @@ class PassDifference(BaseModel):
     """One paired difference of strict pass@1 between two arms of a knob on one model, over the
     tasks both arms scored (a cell's delta, control or length control, with its interval)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str
     knob: str
@@ -160,7 +160,7 @@ class PassDifference(BaseModel):
 class ArmRun(BaseModel):
     """Where one arm's scored episodes came from, and whether that attempt counts."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str
     arm: str
@@ -177,7 +177,7 @@ class ArmRun(BaseModel):
 class RunProvenance(BaseModel):
     """One run folder of the probe: what it ran under and the digest of its records."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str
     phase: str
@@ -199,7 +199,7 @@ class RunProvenance(BaseModel):
 class Phase1Check(BaseModel):
     """Phase 1 of one model, read under the registered rule."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str
     scored: int
@@ -213,7 +213,7 @@ class Phase1Check(BaseModel):
 class Unmeasured(BaseModel):
     """A knob on a model that has no verdict, and why."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model: str
     knob: str
@@ -224,7 +224,7 @@ class ProbeResult(BaseModel):
     """The probe's outcome: the knob table (in knob_status()'s shape), every paired difference,
     the phase-1 checks, every arm attempt (void ones kept), the disclosures and the provenance."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     format: str = "poisson-tasks/probe-result@1"
     name: str

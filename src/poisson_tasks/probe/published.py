@@ -11,8 +11,12 @@ here changes no task id and makes no card stale.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from poisson_tasks.probe.figures import PROBE_MODELS, ProbeCell, ProbeFigure
+
+if TYPE_CHECKING:
+    CELLS: Mapping[str, tuple[ProbeCell, ...]]  # built on first use: __getattr__ below
 
 PROVENANCE = (
     "Measured once by the design's authors, on gpt-5-nano and Qwen3-8B, on another (earlier) "
@@ -57,78 +61,90 @@ def _f(value: float, low: float, high: float) -> ProbeFigure:
 
 _NANO, _QWEN = PROBE_MODELS
 
-# Each probed knob's cells, one per model of PROBE_MODELS, in the published order; knobs the
-# probe did not measure (depth, distractor: the published cards' knobs) have none.
-CELLS: Mapping[str, tuple[ProbeCell, ...]] = {
-    "similarity": (
-        ProbeCell(model=_NANO, verdict="does not bite", delta=_f(-0.050, -0.150, 0.042)),
-        ProbeCell(model=_QWEN, verdict="does not bite", delta=_f(0.000, 0.000, 0.000)),
-    ),
-    "faults": (
-        ProbeCell(
-            model=_NANO,
-            verdict="does not bite",
-            delta=_f(0.400, 0.300, 0.500),
-            control=_f(0.142, 0.033, 0.250),
+
+def _cells() -> Mapping[str, tuple[ProbeCell, ...]]:
+    """CELLS: each probed knob's cells, one per model of PROBE_MODELS, in the published order;
+    knobs the probe did not measure (depth, distractor: the published cards' knobs) have none.
+    Built when first read: arms imports this module at every start-up, and building the models
+    then would cost every command line (generate among them) a few milliseconds."""
+    return {
+        "similarity": (
+            ProbeCell(model=_NANO, verdict="does not bite", delta=_f(-0.050, -0.150, 0.042)),
+            ProbeCell(model=_QWEN, verdict="does not bite", delta=_f(0.000, 0.000, 0.000)),
         ),
-        ProbeCell(
-            model=_QWEN,
-            verdict="bites",
-            delta=_f(0.825, 0.742, 0.900),
-            control=_f(0.308, 0.150, 0.458),
+        "faults": (
+            ProbeCell(
+                model=_NANO,
+                verdict="does not bite",
+                delta=_f(0.400, 0.300, 0.500),
+                control=_f(0.142, 0.033, 0.250),
+            ),
+            ProbeCell(
+                model=_QWEN,
+                verdict="bites",
+                delta=_f(0.825, 0.742, 0.900),
+                control=_f(0.308, 0.150, 0.458),
+            ),
         ),
-    ),
-    "history": (
-        ProbeCell(model=_NANO, verdict="bites", delta=_f(0.683, 0.608, 0.750)),
-        ProbeCell(model=_QWEN, verdict="bites", delta=_f(0.308, 0.217, 0.417)),
-    ),
-    "block": (
-        ProbeCell(
-            model=_NANO,
-            verdict="does not bite",
-            delta=_f(-0.067, -0.142, 0.000),
-            control=_f(-0.008, -0.058, 0.042),
+        "history": (
+            ProbeCell(model=_NANO, verdict="bites", delta=_f(0.683, 0.608, 0.750)),
+            ProbeCell(model=_QWEN, verdict="bites", delta=_f(0.308, 0.217, 0.417)),
         ),
-        ProbeCell(
-            model=_QWEN,
-            verdict="does not bite",
-            delta=_f(0.000, 0.000, 0.000),
-            control=_f(0.000, 0.000, 0.000),
+        "block": (
+            ProbeCell(
+                model=_NANO,
+                verdict="does not bite",
+                delta=_f(-0.067, -0.142, 0.000),
+                control=_f(-0.008, -0.058, 0.042),
+            ),
+            ProbeCell(
+                model=_QWEN,
+                verdict="does not bite",
+                delta=_f(0.000, 0.000, 0.000),
+                control=_f(0.000, 0.000, 0.000),
+            ),
         ),
-    ),
-    "arguments": (
-        ProbeCell(
-            model=_NANO,
-            verdict="does not bite",
-            delta=_f(0.092, 0.000, 0.183),
-            control=_f(0.000, -0.108, 0.100),
+        "arguments": (
+            ProbeCell(
+                model=_NANO,
+                verdict="does not bite",
+                delta=_f(0.092, 0.000, 0.183),
+                control=_f(0.000, -0.108, 0.100),
+            ),
+            ProbeCell(
+                model=_QWEN,
+                verdict="does not bite",
+                delta=_f(0.150, 0.067, 0.242),
+                control=_f(0.100, 0.017, 0.183),
+            ),
         ),
-        ProbeCell(
-            model=_QWEN,
-            verdict="does not bite",
-            delta=_f(0.150, 0.067, 0.242),
-            control=_f(0.100, 0.017, 0.183),
+        "shape": (
+            ProbeCell(
+                model=_NANO,
+                verdict="does not bite",
+                delta=_f(-0.300, -0.425, -0.175),
+                length_control=_f(0.158, 0.058, 0.258),
+            ),
+            ProbeCell(
+                model=_QWEN,
+                verdict="bites",
+                delta=_f(0.358, 0.233, 0.483),
+                length_control=_f(0.000, -0.033, 0.033),
+                note="shape:w4 harder",
+            ),
         ),
-    ),
-    "shape": (
-        ProbeCell(
-            model=_NANO,
-            verdict="does not bite",
-            delta=_f(-0.300, -0.425, -0.175),
-            length_control=_f(0.158, 0.058, 0.258),
+        "spread": (
+            ProbeCell(model=_NANO, verdict="top easier", delta=_f(-0.250, -0.358, -0.142)),
+            ProbeCell(
+                model=_QWEN, verdict="cannot tell", delta=_f(0.008, 0.000, 0.033), base_pass=0.008
+            ),
         ),
-        ProbeCell(
-            model=_QWEN,
-            verdict="bites",
-            delta=_f(0.358, 0.233, 0.483),
-            length_control=_f(0.000, -0.033, 0.033),
-            note="shape:w4 harder",
-        ),
-    ),
-    "spread": (
-        ProbeCell(model=_NANO, verdict="top easier", delta=_f(-0.250, -0.358, -0.142)),
-        ProbeCell(
-            model=_QWEN, verdict="cannot tell", delta=_f(0.008, 0.000, 0.033), base_pass=0.008
-        ),
-    ),
-}
+    }
+
+
+def __getattr__(name: str) -> Any:
+    if name != "CELLS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _cells()
+    globals()["CELLS"] = value  # later look-ups skip __getattr__
+    return value

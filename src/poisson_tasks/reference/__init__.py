@@ -16,14 +16,17 @@ from poisson_tasks.reference.expected import (
 )
 from poisson_tasks.reference.flaky import flaky_fault
 from poisson_tasks.reference.policies import ChatRequest, PolicyReply, respond
+from poisson_tasks.reference.ratelimit import LimitChange, RateLimit
 from poisson_tasks.reference.server import ReferenceServer, serve_reference, start_reference_server
 
 __all__ = [
     "POLICY_NAMES",
     "ChatRequest",
+    "LimitChange",
     "NoisyRates",
     "PolicyReply",
     "PolicySpec",
+    "RateLimit",
     "ReferenceServer",
     "flaky_fault",
     "graded_expected",

@@ -20,6 +20,7 @@ from poisson_tasks.errors import PolicyError
 from poisson_tasks.policycatalogue import POLICIES, POLICY_NAMES, param_table, parse_model
 from poisson_tasks.reference.flaky import AttemptCounter, flaky_fault
 from poisson_tasks.reference.policies import ChatRequest, draw, respond, top_arm_request
+from poisson_tasks.reference.ratelimit import Limiter, RateLimit
 from poisson_tasks.reference.wire import (
     CREATED,
     SERVER_NAME,
@@ -72,17 +73,20 @@ def model_card(name: str, defaults: Mapping[str, float]) -> dict[str, Any]:
 
 
 class ReferenceApp:
-    """Routes requests to the reference policies; holds the API key, the policy defaults and the
-    flaky attempt counter (the only state, so a retried request gets a fresh fault draw)."""
+    """Routes requests to the reference policies; holds the API key, the policy defaults, the
+    flaky attempt counter (so a retried request gets a fresh fault draw) and, when started with a
+    rate limit, its buckets (reference/ratelimit.py): the only state."""
 
     def __init__(
         self,
         api_key: str | None = None,
         policy_defaults: Mapping[str, Mapping[str, float]] | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self._key = api_key.encode() if api_key else None
         self._defaults = {k: dict(v) for k, v in (policy_defaults or {}).items()}
         self._attempts = AttemptCounter()
+        self._limiter = Limiter(rate_limit) if rate_limit is not None else None
         self._about = orjson.dumps(
             {
                 "status": "ok",
@@ -228,11 +232,23 @@ class ReferenceApp:
                 f"reference policy {spec.name} failed: {type(exc).__name__}: {exc}",
                 "server_error",
             )
+        limited: tuple[tuple[str, str], ...] = ()
+        if self._limiter is not None:  # charged the tokens the answer reports, or refused
+            admission = self._limiter.admit(out["usage"]["total_tokens"])
+            if not admission.admitted:
+                return _error(
+                    429,
+                    admission.message,
+                    admission.short or "requests",
+                    "rate_limit_exceeded",
+                    headers=admission.headers,
+                )
+            limited = admission.headers
         if stream:
             options = request.get("stream_options")
             usage = isinstance(options, dict) and options.get("include_usage") is True
-            return Response(200, stream_body(out, usage), _SSE, delay=delay)
-        return Response(200, orjson.dumps(out), delay=delay)
+            return Response(200, stream_body(out, usage), _SSE + limited, delay=delay)
+        return Response(200, orjson.dumps(out), limited, delay=delay)
 
 
 def _not_allowed(method: str, path: str) -> Response:

@@ -35,6 +35,7 @@ from poisson_tasks import __version__
 from poisson_tasks.errors import ReferenceServerError
 from poisson_tasks.policycatalogue import check_defaults
 from poisson_tasks.reference.app import ReferenceApp, Response
+from poisson_tasks.reference.ratelimit import RateLimit
 from poisson_tasks.reference.wire import SERVER_NAME, error_body
 
 _KEY_ENV = "POISSON_REFERENCE_API_KEY"
@@ -329,10 +330,23 @@ _ANNOUNCED = re.compile(r"at http://(?:\[[^\]]+\]|[^:/\s]+):(\d+)/v1 ")
 
 
 def _in_process(
-    host: str, port: int, api_key: str | None, defaults: Mapping[str, Mapping[str, float]]
+    host: str,
+    port: int,
+    api_key: str | None,
+    defaults: Mapping[str, Mapping[str, float]],
+    rate_limit: RateLimit | None = None,
 ) -> ReferenceServer:
-    """`poisson-tasks serve-reference` as a child process (the key travels in its environment)."""
+    """`poisson-tasks serve-reference` as a child process (the key travels in its environment;
+    a rate limit as --rpm/--tpm, the only parts of one the command takes)."""
     params = [f"--param={p}.{k}={v!r}" for p, kv in defaults.items() for k, v in kv.items()]
+    if rate_limit is not None:
+        if rate_limit != RateLimit(rate_limit.rpm, rate_limit.tpm):
+            raise ReferenceServerError(
+                "a rate limit with changes, late resets, no Retry-After or drained buckets is "
+                "served in-process "
+                "only: start it with process=False"
+            )
+        params += [f"--{name}={value}" for name, value in _limits(rate_limit)]
     env = {k: v for k, v in os.environ.items() if k != _KEY_ENV}
     if api_key:
         env[_KEY_ENV] = api_key
@@ -368,6 +382,10 @@ def _in_process(
     return ReferenceServer(host, int(found.group(1)), stop, lambda: proc.poll() is None)
 
 
+def _limits(rate_limit: RateLimit) -> list[tuple[str, int]]:
+    return [(n, v) for n, v in (("rpm", rate_limit.rpm), ("tpm", rate_limit.tpm)) if v is not None]
+
+
 def start_reference_server(
     host: str = "127.0.0.1",
     port: int = 0,
@@ -375,6 +393,7 @@ def start_reference_server(
     api_key: str | None = None,
     policy_defaults: Mapping[str, Mapping[str, object]] | None = None,
     process: bool = False,
+    rate_limit: RateLimit | None = None,
 ) -> ReferenceServer:
     """Serve the reference policies on host:port (0: a free port); returns once it accepts.
 
@@ -383,12 +402,14 @@ def start_reference_server(
     runner measuring its own overhead wants that); the handle is the same.
     `api_key`: when set, /v1/ routes answer 401 without `Authorization: Bearer <key>`.
     `policy_defaults`: {policy: {parameter: value}}, the defaults a model string's own parameters
-    override, e.g. {"noisy": {"p_wrong_tool": 0.2}}. Raises PolicyError or ReferenceServerError.
+    override, e.g. {"noisy": {"p_wrong_tool": 0.2}}. `rate_limit`: requests and tokens per
+    minute enforced with OpenAI's headers and 429s (reference/ratelimit.py); none by default, and
+    then no rate-limit header is sent. Raises PolicyError or ReferenceServerError.
     """
     defaults = check_defaults(policy_defaults or {})
     if process:
-        return _in_process(host, port, api_key, defaults)
-    return _in_thread(ReferenceApp(api_key, defaults), host, port)
+        return _in_process(host, port, api_key, defaults, rate_limit)
+    return _in_thread(ReferenceApp(api_key, defaults, rate_limit), host, port)
 
 
 def serve_reference(
@@ -398,9 +419,12 @@ def serve_reference(
     api_key: str | None = None,
     policy_defaults: Mapping[str, Mapping[str, object]] | None = None,
     announce: Callable[[ReferenceServer], None] | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> None:
     """Serve in the foreground until interrupted or terminated (the CLI's serve-reference)."""
-    server = start_reference_server(host, port, api_key=api_key, policy_defaults=policy_defaults)
+    server = start_reference_server(
+        host, port, api_key=api_key, policy_defaults=policy_defaults, rate_limit=rate_limit
+    )
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
     if announce is not None:

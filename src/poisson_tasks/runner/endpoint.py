@@ -47,6 +47,9 @@ from poisson_tasks.errors import (
     UnparsedToolCall,
 )
 from poisson_tasks.prereg import Decoding, Execution
+from poisson_tasks.reference.wire import request_tokens
+from poisson_tasks.runfolder import PacingRecord
+from poisson_tasks.runner.pacing import Pacer, Ticket
 from poisson_tasks.runner.received import (
     ACCEPT_IDENTITY,
     EVIDENCE_BYTES,
@@ -322,6 +325,14 @@ def estimate_usage(payload: bytes, reply: ModelReply) -> dict[str, int]:
     }
 
 
+def _paced(pacer: Pacer, ticket: Ticket, resp: httpx2.Response) -> None:
+    """Tell the pacer what a response said (a 429 with its Retry-After)."""
+    if resp.status_code == 429:
+        pacer.refused(ticket, resp.headers, retry_after_s(resp.headers))
+    else:
+        pacer.answered(ticket, resp.headers)
+
+
 def derived_seed(task_id: str, attempt: int) -> int:
     """The per-attempt seed `decoding.seed: derived` sends: sha256("<task id>|<attempt>"), its
     first 8 bytes big-endian, modulo 2**31 (every server that takes a seed takes an int32)."""
@@ -378,6 +389,19 @@ class Endpoint:
         }
         if decoding.reasoning_effort is not None:
             self._fixed["reasoning_effort"] = decoding.reasoning_effort
+        self._ceiling = (
+            execution.retry_after_max_s
+            if execution.retry_after_max_s is not None
+            else RETRY_AFTER_DEFAULT_MAX_S
+        )
+        # pace: headers paces by the rate-limit headers, once the endpoint sends any (pacing.py)
+        self.pacer = Pacer(self._ceiling) if execution.pace == "headers" else None
+
+    def pacing_record(self) -> PacingRecord:
+        """What the pacing did in this endpoint's session (run.json's session record)."""
+        if self.pacer is None:
+            return PacingRecord(pace=self.execution.pace, applied=False)
+        return self.pacer.record(self.execution.pace)
 
     async def close(self) -> None:
         await self.client.close()
@@ -402,15 +426,31 @@ class Endpoint:
             f"{self.base_url} does not serve model {self.model!r} (404): fix model.model ({what})"
         )
 
-    async def _post(self, payload: bytes, attempt: int) -> httpx2.Response:
-        """One POST, bounded as a whole by request_timeout_s (connect, write and all reads)."""
+    async def _post(
+        self, payload: bytes, attempt: int, tokens: Callable[[], int] | None = None
+    ) -> httpx2.Response:
+        """One POST, bounded as a whole by request_timeout_s (connect, write and all reads), sent
+        when the pacer lets it go (`tokens`: the request's charge in tokens, counted if needed)."""
+        pacer = self.pacer if tokens is not None else None
+        ticket = await pacer.acquire(tokens) if pacer is not None and tokens is not None else None
         options: Any = {"headers": {**_JSON, ATTEMPT_HEADER: f"{self.session}.{attempt}"}}
-        async with asyncio.timeout(self.execution.request_timeout_s):
-            resp: httpx2.Response = await self.client.post(
-                CHAT_PATH, content=payload, cast_to=httpx2.Response, options=options
-            )
-            await resp.aread()
-            return resp
+        try:
+            async with asyncio.timeout(self.execution.request_timeout_s):
+                resp: httpx2.Response = await self.client.post(
+                    CHAT_PATH, content=payload, cast_to=httpx2.Response, options=options
+                )
+                await resp.aread()
+        except openai.APIStatusError as exc:
+            if pacer is not None and ticket is not None:
+                _paced(pacer, ticket, exc.response)
+            raise
+        except BaseException:
+            if pacer is not None and ticket is not None:
+                pacer.release(ticket)
+            raise
+        if pacer is not None and ticket is not None:
+            _paced(pacer, ticket, resp)
+        return resp
 
     async def complete(
         self,
@@ -436,11 +476,12 @@ class Endpoint:
         payload = orjson.dumps(
             {**self._fixed, **extra, "messages": messages, "tools": tools, "user": user}
         )
-        ceiling = (
-            ex.retry_after_max_s
-            if ex.retry_after_max_s is not None
-            else (RETRY_AFTER_DEFAULT_MAX_S)
-        )
+        ceiling = self._ceiling
+        limit = self.decoding.max_completion_tokens
+
+        def tokens() -> int:  # the request's charge as the pacer counts it (pacing.py)
+            return request_tokens(messages, tools) + limit
+
         while True:
             kind: str
             retry_after: float | None = None
@@ -448,7 +489,7 @@ class Endpoint:
             self.counters.calls += 1
             try:
                 try:
-                    resp = await self._post(payload, retries)
+                    resp = await self._post(payload, retries, tokens)
                 finally:
                     waited += time.perf_counter() - t0
                     log.seconds = waited

@@ -52,6 +52,7 @@ from poisson_tasks.runfolder import (
     REPLAY,
     EpisodeLine,
     OwnToolsRecord,
+    PacingRecord,
     PlanSlots,
     ReplayRecord,
     RunHeader,
@@ -659,6 +660,7 @@ def _session(
         concurrency=pr.execution.concurrency,
         budget=pr.budget.model_dump(mode="json") if shard is None else dict(shard.budget),
         serving=serving,
+        pacing=PacingRecord(pace=pr.execution.pace),  # what it did is recorded at its close
     )
 
 

@@ -847,6 +847,7 @@ async def _run_plan(
                 stop, detail = "interrupted", session.lost[0]
             folder.session.abandoned = session.abandoned
             folder.session.abandoned_usage = session.abandoned_usage
+            folder.session.pacing = endpoint.pacing_record()
             folder.close(stop, detail)
         if session.fatal is not None:
             raise session.fatal
