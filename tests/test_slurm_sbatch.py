@@ -136,7 +136,7 @@ def test_a_bad_variable_is_one_line_and_exit_2(
     assert not (tmp_path / "runs").exists()  # nothing made
 
 
-def test_a_refused_preregistration_exits_2_and_stops_its_server(tmp_path: Path) -> None:
+def test_a_refused_preregistration_exits_2_before_any_server_starts(tmp_path: Path) -> None:
     study = prereg(tmp_path, tasks=1, attempts=1)
     study.write_text(study.read_text().replace("tasks: 1", "tasks: 0"))
     port = _free_port()
@@ -144,7 +144,7 @@ def test_a_refused_preregistration_exits_2_and_stops_its_server(tmp_path: Path) 
     _one_error_line(done, 2, "design.tasks: must be 1 or more")
     assert not (tmp_path / "runs" / "shard-0").exists()
     with socket.socket() as s, pytest.raises(ConnectionRefusedError):
-        s.connect(("127.0.0.1", port))  # the task's server is gone with it
+        s.connect(("127.0.0.1", port))  # no server was left behind
 
 
 def test_a_server_that_never_answers_exits_69(tmp_path: Path) -> None:
