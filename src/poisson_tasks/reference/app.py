@@ -17,7 +17,13 @@ import orjson
 
 from poisson_tasks import __version__
 from poisson_tasks.errors import PolicyError
-from poisson_tasks.policycatalogue import POLICIES, POLICY_NAMES, param_table, parse_model
+from poisson_tasks.policycatalogue import (
+    POLICIES,
+    POLICY_NAMES,
+    PolicySpec,
+    param_table,
+    parse_model,
+)
 from poisson_tasks.reference.flaky import AttemptCounter, flaky_fault
 from poisson_tasks.reference.policies import ChatRequest, draw, respond, top_arm_request
 from poisson_tasks.reference.ratelimit import Limiter, RateLimit
@@ -145,28 +151,10 @@ class ReferenceApp:
         return _error(404, f"no route {method} {path}", "invalid_request_error", "not_found")
 
     def _chat(self, body: bytes, attempt_tag: str | None = None) -> Response:
-        try:
-            request = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return _bad("the request body is not valid JSON")
-        if not isinstance(request, dict):
-            return _bad("the request body must be a JSON object")
-        model, messages, tools = request.get("model"), request.get("messages"), request.get("tools")
-        if not isinstance(model, str):
-            return _bad("'model' is required: a reference policy name", "model")
-        if (
-            not isinstance(messages, list)
-            or not messages
-            or not all(isinstance(m, dict) for m in messages)
-        ):
-            return _bad("'messages' must be a non-empty list of message objects", "messages")
-        if tools is not None and not isinstance(tools, list):
-            return _bad("'tools' must be a list of tool objects", "tools")
-        stream = request.get("stream")
-        if stream not in (None, False, True):
-            return _bad("'stream' must be true or false", "stream")
-        if request.get("n") not in (None, 1):
-            return _bad("the reference endpoint returns one choice; send n=1", "n")
+        request = _chat_request(body)
+        if isinstance(request, Response):
+            return request
+        model = request["model"]
         try:
             spec = parse_model(model, self._defaults)
         except PolicyError as exc:
@@ -179,7 +167,15 @@ class ReferenceApp:
                 "model",
             )
         digest = body_digest(body)
-        delay = 0.0
+        fault = self._injected_fault(spec, request, digest, attempt_tag)
+        if isinstance(fault, Response):
+            return fault
+        return self._answer(spec, request, digest, delay=fault)
+
+    def _injected_fault(
+        self, spec: PolicySpec, request: dict[str, Any], digest: str, attempt_tag: str | None
+    ) -> Response | float:
+        """The error a faulty policy deals this request, or the delay it adds (0.0 for none)."""
         if spec.name == "graded" and spec.get("p_top_500") > 0:
             user_tag = request.get("user")
             if (
@@ -190,33 +186,39 @@ class ReferenceApp:
                 return _error(
                     500, "injected server error (reference policy graded)", "server_error"
                 )
-        if spec.name == "flaky":
-            # A client that numbers its attempts (the runner's X-Poisson-Attempt: session.retry)
-            # gets one draw per numbered attempt, so a resumed session is not dealt the faults the
-            # failed one met; without the header, arrivals of the same bytes are counted.
-            key = digest if attempt_tag is None else f"{digest}|{attempt_tag}"
-            fault = flaky_fault(key, self._attempts.next(key), spec)
-            if fault == "http_500":
-                return _error(500, "injected server error (reference policy flaky)", "server_error")
-            if fault == "http_429":
-                wait = spec.get("retry_after")
-                headers = (
-                    ("retry-after", str(math.ceil(wait))),
-                    ("retry-after-ms", f"{wait * 1000:g}"),
-                )
-                return _error(
-                    429,
-                    "injected rate limit (reference policy flaky)",
-                    "requests",
-                    "rate_limit_exceeded",
-                    headers=headers,
-                )
-            if fault == "slow":
-                delay = spec.get("slow_s")
+        if spec.name != "flaky":
+            return 0.0
+        # A client that numbers its attempts (the runner's X-Poisson-Attempt: session.retry)
+        # gets one draw per numbered attempt, so a resumed session is not dealt the faults the
+        # failed one met; without the header, arrivals of the same bytes are counted.
+        key = digest if attempt_tag is None else f"{digest}|{attempt_tag}"
+        fault = flaky_fault(key, self._attempts.next(key), spec)
+        if fault == "http_500":
+            return _error(500, "injected server error (reference policy flaky)", "server_error")
+        if fault == "http_429":
+            wait = spec.get("retry_after")
+            headers = (
+                ("retry-after", str(math.ceil(wait))),
+                ("retry-after-ms", f"{wait * 1000:g}"),
+            )
+            return _error(
+                429,
+                "injected rate limit (reference policy flaky)",
+                "requests",
+                "rate_limit_exceeded",
+                headers=headers,
+            )
+        return spec.get("slow_s") if fault == "slow" else 0.0
+
+    def _answer(
+        self, spec: PolicySpec, request: dict[str, Any], digest: str, delay: float
+    ) -> Response:
+        """The policy's completion, charged against the rate limit, as JSON or a stream."""
+        tools = request.get("tools")
         seed, user = request.get("seed"), request.get("user")
         tools_json = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS).decode() if tools else ""
         chat = ChatRequest(
-            messages=messages,
+            messages=request["messages"],
             tools_json=tools_json,
             seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
             user=user if isinstance(user, str) else None,
@@ -244,11 +246,37 @@ class ReferenceApp:
                     headers=admission.headers,
                 )
             limited = admission.headers
-        if stream:
+        if request.get("stream"):
             options = request.get("stream_options")
             usage = isinstance(options, dict) and options.get("include_usage") is True
             return Response(200, stream_body(out, usage), _SSE + limited, delay=delay)
         return Response(200, orjson.dumps(out), limited, delay=delay)
+
+
+def _chat_request(body: bytes) -> dict[str, Any] | Response:
+    """The request body as a JSON object of the shape the endpoint answers, or the 400 saying why not."""
+    try:
+        request = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _bad("the request body is not valid JSON")
+    if not isinstance(request, dict):
+        return _bad("the request body must be a JSON object")
+    model, messages, tools = request.get("model"), request.get("messages"), request.get("tools")
+    if not isinstance(model, str):
+        return _bad("'model' is required: a reference policy name", "model")
+    if (
+        not isinstance(messages, list)
+        or not messages
+        or not all(isinstance(m, dict) for m in messages)
+    ):
+        return _bad("'messages' must be a non-empty list of message objects", "messages")
+    if tools is not None and not isinstance(tools, list):
+        return _bad("'tools' must be a list of tool objects", "tools")
+    if request.get("stream") not in (None, False, True):
+        return _bad("'stream' must be true or false", "stream")
+    if request.get("n") not in (None, 1):
+        return _bad("the reference endpoint returns one choice; send n=1", "n")
+    return request
 
 
 def _not_allowed(method: str, path: str) -> Response:
