@@ -348,29 +348,10 @@ def _check_model_file(model: Path) -> None:
         ) from None
 
 
-def start_local_server(
-    model: Path,
-    *,
-    port: int = PORT,
-    threads: int = THREADS,
-    ctx: int = N_CTX,
-    template: str = TEMPLATE,
-    alias: str | None = None,
-    warn: Callable[[str], None] | None = None,
-) -> LocalServer:
-    """Check, start and verify a llama.cpp server for `model`; raise LocalServeError if refused.
-
-    `template` is `auto` (chosen from the GGUF's metadata, local.choice), a shipped template, a
-    file or `embedded`. `warn` receives the one line of each warning that does not refuse: a
-    template written for another family than the GGUF names, a given template other than the one
-    the metadata points to, and a start-up tool call that did not come back as a native call.
-    """
-    _check_model_file(model)
-    if threads < 1 or ctx < 256 or not 0 <= port <= 65535:
-        raise LocalServeError(
-            f"--threads {threads}, --ctx {ctx}, --port {port}: need threads >= 1, ctx >= 256 and "
-            "a port in 0-65535 (0 picks a free one)"
-        )
+def _chosen_template(
+    model: Path, template: str, warn: Callable[[str], None] | None
+) -> tuple[ChatTemplate | None, str]:
+    """The template to serve (None: the GGUF's own) and how it was chosen, checked before loading."""
     meta: GgufMetadata | None = None
     spec, note = template, "as given (--template)"
     if template == AUTO:  # the metadata decides, so it is read first
@@ -399,8 +380,20 @@ def start_local_server(
     if warn is not None:
         for line in warnings:
             warn(line)
-    xllamacpp = _xllamacpp()
-    name = alias or model.name.removesuffix(".gguf")
+    return chat, note
+
+
+def _server_params(
+    xllamacpp: Any,
+    model: Path,
+    name: str,
+    *,
+    port: int,
+    ctx: int,
+    threads: int,
+    chat: ChatTemplate | None,
+) -> Any:
+    """llama.cpp's server parameters, with the tags that let /props say who started it and how."""
     params = xllamacpp.CommonParams()
     params.model.path = str(model.resolve())  # /props reports it: absolute, wherever a runner is
     params.hostnames = [HOST]
@@ -423,6 +416,36 @@ def start_local_server(
     params.model_tags = tags
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    return params
+
+
+def start_local_server(
+    model: Path,
+    *,
+    port: int = PORT,
+    threads: int = THREADS,
+    ctx: int = N_CTX,
+    template: str = TEMPLATE,
+    alias: str | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> LocalServer:
+    """Check, start and verify a llama.cpp server for `model`; raise LocalServeError if refused.
+
+    `template` is `auto` (chosen from the GGUF's metadata, local.choice), a shipped template, a
+    file or `embedded`. `warn` receives the one line of each warning that does not refuse: a
+    template written for another family than the GGUF names, a given template other than the one
+    the metadata points to, and a start-up tool call that did not come back as a native call.
+    """
+    _check_model_file(model)
+    if threads < 1 or ctx < 256 or not 0 <= port <= 65535:
+        raise LocalServeError(
+            f"--threads {threads}, --ctx {ctx}, --port {port}: need threads >= 1, ctx >= 256 and "
+            "a port in 0-65535 (0 picks a free one)"
+        )
+    chat, note = _chosen_template(model, template, warn)
+    xllamacpp = _xllamacpp()
+    name = alias or model.name.removesuffix(".gguf")
+    params = _server_params(xllamacpp, model, name, port=port, ctx=ctx, threads=threads, chat=chat)
     handle = xllamacpp.Server(params)
     root = str(handle.listening_address).rstrip("/")
     server = LocalServer(
