@@ -8,8 +8,8 @@ from functools import lru_cache
 from typing import Any
 
 from poisson_tasks.arms import ArmSpec, arm_id, parse_arm_id
-from poisson_tasks.bundle import TaskBundle, assembled, canonical_model
-from poisson_tasks.domain.engine import apply, initial_state, line_status
+from poisson_tasks.bundle import PromptParts, TaskBundle, assembled, canonical_model
+from poisson_tasks.domain.engine import LedgerState, apply, initial_state, line_status
 from poisson_tasks.domain.ledger import EngineConfig, Row
 from poisson_tasks.errors import ArmError, GeneratorFault
 from poisson_tasks.generator import (
@@ -92,15 +92,11 @@ def _engine_plain(config: EngineConfig) -> dict[str, Any]:
     }
 
 
-def seal(spec: ArmSpec, sc: Scenario, draft: Draft, *, controls: bool = True) -> TaskBundle:
-    """Turn a draft into a bundle: schemas, engine config, replayed reference, controls, task_id."""
-    config = EngineConfig(
-        key=sc.key,
-        rows=tuple(sorted(draft.rows)),
-        bindings=tuple(draft.bindings),
-        faults=tuple(draft.faults),
-        start_seq=sum(1 for m in draft.history if m.get("role") == "tool"),
-    )
+def _replayed_reference(
+    spec: ArmSpec, sc: Scenario, config: EngineConfig, draft: Draft
+) -> tuple[LedgerState, list[str]]:
+    """The reference replayed through the engine: its final state and its answers; a fault unless
+    every call succeeds and every goal record ends at its goal stage."""
     state = initial_state(config)
     observations: list[str] = []
     for call in draft.reference:
@@ -114,6 +110,11 @@ def seal(spec: ArmSpec, sc: Scenario, draft: Draft, *, controls: bool = True) ->
     for g in draft.goals:
         if stages.get((g.ledger, g.record_id)) != g.stage:
             raise GeneratorFault(f"{arm_id(spec)} seed {sc.seed}: reference misses goal {g}")
+    return state, observations
+
+
+def _prompt(draft: Draft) -> tuple[str | list[dict[str, object]], PromptParts, str]:
+    """The user prompt (with its history, if any), its parts and the system prompt."""
     prompt_text, parts = render(draft.template, draft.slots, draft.knob_slots)
     prompt: str | list[dict[str, object]]
     if draft.history:
@@ -121,6 +122,20 @@ def seal(spec: ArmSpec, sc: Scenario, draft: Draft, *, controls: bool = True) ->
     else:
         prompt = prompt_text
     system = SYSTEM_PROMPT + (" " + draft.system_filler if draft.system_filler else "")
+    return prompt, parts, system
+
+
+def seal(spec: ArmSpec, sc: Scenario, draft: Draft, *, controls: bool = True) -> TaskBundle:
+    """Turn a draft into a bundle: schemas, engine config, replayed reference, controls, task_id."""
+    config = EngineConfig(
+        key=sc.key,
+        rows=tuple(sorted(draft.rows)),
+        bindings=tuple(draft.bindings),
+        faults=tuple(draft.faults),
+        start_seq=sum(1 for m in draft.history if m.get("role") == "tool"),
+    )
+    state, observations = _replayed_reference(spec, sc, config, draft)
+    prompt, parts, system = _prompt(draft)
     tools = block_schemas(tuple(draft.bindings))
     plans = control_plans(
         config, {b.name for b in draft.bindings}, draft.goals, draft.reference, draft.bystander
