@@ -8,6 +8,7 @@ these run without the verifiers extra; the CI step with the extra checks real tr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from poisson_tasks.bundle import Episode, TaskBundle, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state
 from poisson_tasks.generator import generate
 from poisson_tasks.runner.nulltrace import read_turns, scores, verdict_info
+from poisson_tasks.runner.verifiers_null import read_traces
 from poisson_tasks.verifier import OUTCOMES, FormatReport, verify
 
 LEVELS = ["depth:d3", "faults:f2", "history:t300"]
@@ -201,3 +203,20 @@ def test_a_passing_episode_scores_one_on_every_reading() -> None:
     info = verdict_info(bundle, null_trace(bundle, [[c] for c in bundle.reference_calls]))
     got = scores(info)
     assert (got["strict"], got["arm_pass"], got["leaky_pass"]) == (1.0, 1.0, 1.0)
+
+
+def test_a_trace_line_that_cannot_be_read_is_skipped_not_raised(tmp_path: Path) -> None:
+    """A traces.jsonl line a model made unreadable (nested past the bound, not JSON, torn) leaves its
+    slot unrecorded instead of ending the batch in an internal error."""
+    good = {"task": {"data": {"arm_id": "depth:d1", "seed": 3}}}
+    deep = "[" * 5_000 + "]" * 5_000
+    traces = tmp_path / "traces.jsonl"
+    traces.write_bytes(
+        json.dumps(good).encode()
+        + b"\n"
+        + ('{"nodes": ' + deep + "}").encode()
+        + b"\n"
+        + b"{not json\n"
+        + json.dumps(good).encode()  # torn: no newline
+    )
+    assert list(read_traces(traces)) == [good]

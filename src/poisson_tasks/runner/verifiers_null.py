@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from poisson_tasks import boundedjson
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import EndpointError, MissingExtraError
@@ -197,15 +198,21 @@ def episode_line(
 
 
 def read_traces(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete line of a traces.jsonl (a torn last line is skipped)."""
+    """Every complete, readable line of a traces.jsonl. A torn last line, a line that is not JSON
+    or one nested past boundedjson's bound (a model's output is in it) is skipped: its slot stays
+    unrecorded, as a rollout that never finished is."""
     if not path.exists():
         return
     with path.open("rb") as fh:
         for raw in fh:
-            if raw.endswith(b"\n") and raw.strip():
-                value = json.loads(raw)
-                if isinstance(value, dict):
-                    yield value
+            if not (raw.endswith(b"\n") and raw.strip()):
+                continue
+            try:
+                value = boundedjson.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                yield value
 
 
 def slot_of(episode: Mapping[str, Any]) -> Slot | None:
