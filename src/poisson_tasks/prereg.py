@@ -63,6 +63,8 @@ from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.nouns import counted
 from poisson_tasks.owntools import ToolSet, load_tool_file
 from poisson_tasks.policycatalogue import parse_model
+from poisson_tasks.providers import PROVIDERS as REGISTRY
+from poisson_tasks.providers import Provider
 from poisson_tasks.resolution import (
     Resolution,
     power_warning,
@@ -78,17 +80,7 @@ FORMAT = "poisson-tasks/preregistration@1"
 PROBE_FORMAT = "poisson-tasks/probe@1"  # a knob-probe registration (probe/design.py reads it)
 RANGE_SEEDS = "range"
 SEED_MODULUS = 2**31
-Provider = Literal["openai", "vllm", "ollama", "llamacpp", "openai-compatible", "reference"]
-PROVIDERS: tuple[str, ...] = (
-    "openai",
-    "vllm",
-    "ollama",
-    "llamacpp",
-    "openai-compatible",
-    "reference",
-)
-SELF_SERVED: frozenset[str] = frozenset({"vllm", "ollama"})
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+PROVIDERS: tuple[str, ...] = tuple(REGISTRY)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a study's name: a safe folder name
 # Names that carry a credential, in a query string, a request body or a header.
@@ -201,10 +193,11 @@ class Serving(BaseModel):
 
     @property
     def resolved_base_url(self) -> str | None:
-        """The base URL the client talks to (OpenAI's own when none is given for `openai`)."""
+        """The base URL the client talks to (the provider's default when none is given: OpenAI's
+        own for `openai`)."""
         if self.base_url:
             return self.base_url.rstrip("/")
-        return OPENAI_BASE_URL if self.provider == "openai" else None
+        return REGISTRY[self.provider].default_base_url
 
 
 def _drop_unset(
@@ -530,18 +523,22 @@ def _check_serving(serving: Serving) -> list[str]:
     problems: list[str] = []
     if not serving.model.strip():
         problems.append("model.model: required, the model id the endpoint serves")
-    if serving.provider in ("vllm", "ollama", "openai-compatible") and not serving.base_url:
+    provider = REGISTRY[serving.provider]
+    if provider.base_url_required and not serving.base_url:
         problems.append(
             f"model.base_url: required for provider {serving.provider}, "
             "e.g. http://127.0.0.1:8000/v1"
         )
-    if serving.provider in SELF_SERVED and not serving.revision:
+    if provider.revision_required and not serving.revision:
         problems.append(
             f"model.revision: required for a self-served model ({serving.provider}): the weights' "
             "exact revision (a Hugging Face commit, or the Ollama model digest)"
         )
-    if serving.provider == "openai" and not serving.api_key_env:
-        problems.append("model.api_key_env: required for provider openai, e.g. OPENAI_API_KEY")
+    if provider.key_required and not serving.api_key_env:
+        problems.append(
+            f"model.api_key_env: required for provider {serving.provider}, "
+            f"e.g. {provider.key_example}"
+        )
     if serving.provider == "reference":
         try:
             parse_model(serving.model)
