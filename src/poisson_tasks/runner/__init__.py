@@ -7,14 +7,8 @@
 from __future__ import annotations
 
 from poisson_tasks.runner.folder import default_run_folder
-from poisson_tasks.runner.run import (
-    RunSummary,
-    check_plan_pins,
-    replay_run,
-    run_plan,
-    run_preregistration,
-    summary_lines,
-)
+from poisson_tasks.runner.run import check_plan_pins, replay_run, run_plan, run_preregistration
+from poisson_tasks.runner.summary import RunSummary, summary_lines
 
 __all__ = [
     "RunSummary",
