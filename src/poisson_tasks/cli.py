@@ -395,7 +395,6 @@ def card(
     """
     from poisson_tasks import calibration
     from poisson_tasks.calibration.cardjson import card_json
-    from poisson_tasks.calibration.output import check_card_place, write_run_card
 
     if published and target is not None:
         raise PoissonError(
@@ -403,16 +402,7 @@ def card(
             "(or drop --published to card it)"
         )
     if published:
-        checks = calibration.check_published()
-        if not checks:
-            typer.echo("no published card is listed in the manifest: nothing to check")
-        for check in checks:
-            if check.ok:
-                typer.echo(f"ok: {escape_controls(check.message)}")
-            else:
-                _say("error", check.message)
-        if not all(check.ok for check in checks):
-            raise typer.Exit(1)
+        _check_published()
         return
     if compare not in (None, "published"):
         raise PoissonError(f"--compare {compare!r} is unknown; the one choice is `published`")
@@ -425,11 +415,7 @@ def card(
     elif target.is_dir():
         if run_dir is not None:
             raise PoissonError("--run-dir goes with a pre-registration file, not a run folder")
-        if out is not None:  # refused before the pass over the records
-            check_card_place(out, target)
-        artifact = calibration.card_from_run(target)
-        beside = calibration.compare_published(artifact) if compare else None  # a refusal: no file
-        made = write_run_card(artifact, target, out, plot=plot)
+        made, beside = _card_folder(target, out, plot, compare is not None)
     else:
         raise PoissonError(
             f"{target} does not exist: give a run folder or a pre-registration YAML file"
@@ -446,6 +432,38 @@ def card(
         sys.stdout.write(card_json(artifact).decode() if as_json else doc)
     if incomplete:
         raise typer.Exit(3)
+
+
+def _check_published() -> None:
+    """card --published: every published card rebuilt from its records and checked byte for
+    byte, one line each; exit 1 when any differs."""
+    from poisson_tasks import calibration
+
+    checks = calibration.check_published()
+    if not checks:
+        typer.echo("no published card is listed in the manifest: nothing to check")
+    for check in checks:
+        if check.ok:
+            typer.echo(f"ok: {escape_controls(check.message)}")
+        else:
+            _say("error", check.message)
+    if not all(check.ok for check in checks):
+        raise typer.Exit(1)
+
+
+def _card_folder(
+    target: Path, out: Path | None, plot: bool, compare: bool
+) -> tuple[CardFiles, str | None]:
+    """A run folder's card, written into its card/ (and `out`), and the comparison with the
+    published cards when asked for (a refusal there writes no file)."""
+    from poisson_tasks import calibration
+    from poisson_tasks.calibration.output import check_card_place, write_run_card
+
+    if out is not None:  # refused before the pass over the records
+        check_card_place(out, target)
+    artifact = calibration.card_from_run(target)
+    beside = calibration.compare_published(artifact) if compare else None
+    return write_run_card(artifact, target, out, plot=plot), beside
 
 
 def _run_then_card(
