@@ -47,9 +47,9 @@ def test_the_self_served_providers_and_those_that_must_name_a_revision_are_two_f
     # docs/commands.md's example pre-registration says which providers need a revision
     assert "required for vllm and ollama" in (DOCS / "commands.md").read_text()
     # docs/local-model.md: llama.cpp's revision is optional, checked by the run
-    assert "optional: the GGUF's sha256, checked by the run" in (
-        DOCS / "local-model.md"
-    ).read_text()
+    assert (
+        "optional: the GGUF's sha256, checked by the run" in (DOCS / "local-model.md").read_text()
+    )
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
@@ -75,6 +75,6 @@ def test_validate_asks_each_provider_for_what_its_registry_entry_requires(name: 
 
 
 def test_every_registered_provider_has_a_preflight_and_the_names_agree() -> None:
-    assert PROVIDERS == tuple(REGISTRY)
+    assert tuple(REGISTRY) == PROVIDERS
     assert set(runner_provenance._PREFLIGHTS) == set(REGISTRY)
     assert {name for name, p in REGISTRY.items() if p.takes_seed} == SEED_TAKERS
