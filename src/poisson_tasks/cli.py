@@ -562,39 +562,20 @@ def run(
     when an alarm rings (instrument failures over thresholds.instrument_max, or format clause 1;
     the run is recorded), 2 on bad input or an endpoint that refuses the run.
     """
-    from poisson_tasks.prereg import load_preregistration
-    from poisson_tasks.runner import default_run_folder, run_preregistration, summary_lines
+    from poisson_tasks.runner import run_request, session_request, summary_lines
     from poisson_tasks.runner.alarms import alarm_lines
-    from poisson_tasks.runner.folder import stored_plan
-    from poisson_tasks.runner.shard import Shard, stored_shard
 
-    if out is not None and resume is not None:
-        raise PoissonError("give --out (a new run) or --resume (an existing one), not both")
-    if file is None and resume is None:
-        raise PoissonError(
-            "give a pre-registration FILE (a new run), or --resume DIR to continue a run"
-        )
-    part = Shard.parse(shard) if shard is not None else None
-    if accept_serving_change and resume is None:
-        raise PoissonError(
-            "--accept-serving-change goes with --resume DIR: a new run has one serving"
-        )
-    if file is not None:
-        plan = load_preregistration(file, base_url=base_url)
-    else:
-        plan = stored_plan(resume)  # type: ignore[arg-type]
-    if part is None and resume is not None:
-        part = stored_shard(resume)  # a shard folder is resumed as the shard it holds
-    folder = resume or out or default_run_folder(plan)
-    _writing.append(folder)
-    summary = run_preregistration(
-        plan,
-        folder,
-        resume=resume is not None,
-        show_progress=False if quiet else None,
-        shard=part,
+    request = session_request(
+        file,
+        out=out,
+        resume=resume,
+        base_url=base_url,
+        shard=shard,
         accept_serving_change=accept_serving_change,
+        show_progress=False if quiet else None,
     )
+    _writing.append(request.path)
+    summary = run_request(request)
     for line in summary_lines(summary):
         _line(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
     for alarm in alarm_lines(summary):

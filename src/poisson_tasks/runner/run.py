@@ -75,6 +75,7 @@ from poisson_tasks.runner.replay import (
     replay_record,
     replayable_header,
 )
+from poisson_tasks.runner.request import RunRequest
 from poisson_tasks.runner.shard import Shard, budget_share, shard_record, shard_slots
 from poisson_tasks.runner.summary import RunSummary, stopped_line
 from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
@@ -589,21 +590,6 @@ def _draw(
     return plan, replay_record(draw_sample(scored, plan, sample, seed), seed, len(scored))
 
 
-@dataclasses.dataclass(frozen=True)
-class RunRequest:
-    """One session as asked for, passed whole from the public entry points down: the plan, the
-    folder, whether to resume it, the progress display, a shard's or a replay's share of the
-    slots, and whether a changed serving is accepted (pin N10)."""
-
-    plan: Plan
-    path: Path
-    resume: bool = False
-    show_progress: bool | None = None
-    shard: Shard | None = None
-    accept_serving_change: bool = False
-    replay: ReplayRecord | None = None
-
-
 async def _signalled(request: RunRequest) -> RunSummary:
     """One session with SIGINT and SIGTERM handled (see _Signals)."""
     signals = _Signals()
@@ -904,6 +890,21 @@ def run_preregistration(
             show_progress=show_progress,
             shard=shard,
             accept_serving_change=accept_serving_change,
+        )
+    )
+
+
+def run_request(request: RunRequest) -> RunSummary:
+    """Run the session `request` asks for (session_request builds it for `poisson-tasks run`), and
+    the declared replay after a whole run that completes, as run_preregistration does."""
+    return asyncio.run(
+        run_plan(
+            request.plan,
+            request.path,
+            request.resume,
+            show_progress=request.show_progress,
+            shard=request.shard,
+            accept_serving_change=request.accept_serving_change,
         )
     )
 
