@@ -395,7 +395,6 @@ def card(
     """
     from poisson_tasks import calibration
     from poisson_tasks.calibration.cardjson import card_json
-    from poisson_tasks.calibration.output import check_card_place, write_run_card
 
     if published and target is not None:
         raise PoissonError(
@@ -403,16 +402,7 @@ def card(
             "(or drop --published to card it)"
         )
     if published:
-        checks = calibration.check_published()
-        if not checks:
-            typer.echo("no published card is listed in the manifest: nothing to check")
-        for check in checks:
-            if check.ok:
-                typer.echo(f"ok: {escape_controls(check.message)}")
-            else:
-                _say("error", check.message)
-        if not all(check.ok for check in checks):
-            raise typer.Exit(1)
+        _check_published()
         return
     if compare not in (None, "published"):
         raise PoissonError(f"--compare {compare!r} is unknown; the one choice is `published`")
@@ -425,11 +415,7 @@ def card(
     elif target.is_dir():
         if run_dir is not None:
             raise PoissonError("--run-dir goes with a pre-registration file, not a run folder")
-        if out is not None:  # refused before the pass over the records
-            check_card_place(out, target)
-        artifact = calibration.card_from_run(target)
-        beside = calibration.compare_published(artifact) if compare else None  # a refusal: no file
-        made = write_run_card(artifact, target, out, plot=plot)
+        made, beside = _card_folder(target, out, plot, compare is not None)
     else:
         raise PoissonError(
             f"{target} does not exist: give a run folder or a pre-registration YAML file"
@@ -446,6 +432,38 @@ def card(
         sys.stdout.write(card_json(artifact).decode() if as_json else doc)
     if incomplete:
         raise typer.Exit(3)
+
+
+def _check_published() -> None:
+    """card --published: every published card rebuilt from its records and checked byte for
+    byte, one line each; exit 1 when any differs."""
+    from poisson_tasks import calibration
+
+    checks = calibration.check_published()
+    if not checks:
+        typer.echo("no published card is listed in the manifest: nothing to check")
+    for check in checks:
+        if check.ok:
+            typer.echo(f"ok: {escape_controls(check.message)}")
+        else:
+            _say("error", check.message)
+    if not all(check.ok for check in checks):
+        raise typer.Exit(1)
+
+
+def _card_folder(
+    target: Path, out: Path | None, plot: bool, compare: bool
+) -> tuple[CardFiles, str | None]:
+    """A run folder's card, written into its card/ (and `out`), and the comparison with the
+    published cards when asked for (a refusal there writes no file)."""
+    from poisson_tasks import calibration
+    from poisson_tasks.calibration.output import check_card_place, write_run_card
+
+    if out is not None:  # refused before the pass over the records
+        check_card_place(out, target)
+    artifact = calibration.card_from_run(target)
+    beside = calibration.compare_published(artifact) if compare else None
+    return write_run_card(artifact, target, out, plot=plot), beside
 
 
 def _run_then_card(
@@ -544,39 +562,20 @@ def run(
     when an alarm rings (instrument failures over thresholds.instrument_max, or format clause 1;
     the run is recorded), 2 on bad input or an endpoint that refuses the run.
     """
-    from poisson_tasks.prereg import load_preregistration
-    from poisson_tasks.runner import default_run_folder, run_preregistration, summary_lines
+    from poisson_tasks.runner import run_request, session_request, summary_lines
     from poisson_tasks.runner.alarms import alarm_lines
-    from poisson_tasks.runner.folder import stored_plan
-    from poisson_tasks.runner.shard import Shard, stored_shard
 
-    if out is not None and resume is not None:
-        raise PoissonError("give --out (a new run) or --resume (an existing one), not both")
-    if file is None and resume is None:
-        raise PoissonError(
-            "give a pre-registration FILE (a new run), or --resume DIR to continue a run"
-        )
-    part = Shard.parse(shard) if shard is not None else None
-    if accept_serving_change and resume is None:
-        raise PoissonError(
-            "--accept-serving-change goes with --resume DIR: a new run has one serving"
-        )
-    if file is not None:
-        plan = load_preregistration(file, base_url=base_url)
-    else:
-        plan = stored_plan(resume)  # type: ignore[arg-type]
-    if part is None and resume is not None:
-        part = stored_shard(resume)  # a shard folder is resumed as the shard it holds
-    folder = resume or out or default_run_folder(plan)
-    _writing.append(folder)
-    summary = run_preregistration(
-        plan,
-        folder,
-        resume=resume is not None,
-        show_progress=False if quiet else None,
-        shard=part,
+    request = session_request(
+        file,
+        out=out,
+        resume=resume,
+        base_url=base_url,
+        shard=shard,
         accept_serving_change=accept_serving_change,
+        show_progress=False if quiet else None,
     )
+    _writing.append(request.path)
+    summary = run_request(request)
     for line in summary_lines(summary):
         _line(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
     for alarm in alarm_lines(summary):

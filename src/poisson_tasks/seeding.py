@@ -2,31 +2,25 @@
 
 `decoding.seed: derived` sends each attempt its own `seed` (runner.endpoint.derived_seed); without
 it no seed is sent and a server that samples draws afresh on every request. Which servers take a
-seed is one table here, read by `validate` (which says when a server that takes one would get
+seed is a field of each provider (providers/), read here by `validate` (which says when a server that takes one would get
 none) and by the card's Reproducibility section (which says what the run and its replay sent).
 """
 
 from __future__ import annotations
 
+from poisson_tasks.providers import PROVIDERS, UNKNOWN_SEED_USE
+
 __all__ = ["SEED_TAKERS", "SEED_USE", "replay_seed_phrase", "validate_seed_line"]
 
-# What each provider's server does with a request's `seed` (docs/commands.md, Seeds).
-SEED_USE: dict[str, str] = {
-    "reference": "the reference policies draw from it and from the user tag the runner sends "
-    "with every request, so an attempt's draws repeat with or without it",
-    "vllm": "vLLM samples from it",
-    "llamacpp": "llama.cpp's server samples from it",
-    "ollama": "Ollama samples from it",
-    "openai": "OpenAI takes it as best effort only",
-    "openai-compatible": "whether this server samples from it is not known",
-}
-# The providers whose servers sample from a seed they are sent and nothing else of the request's:
-# without one, every sampled reply is a fresh draw.
-SEED_TAKERS: frozenset[str] = frozenset({"vllm", "llamacpp", "ollama"})
+# What each provider's server does with a request's `seed` (docs/commands.md, Seeds), and the
+# providers whose servers sample from a seed they are sent and nothing else of the request's
+# (without one, every sampled reply is a fresh draw): both from the provider registry.
+SEED_USE: dict[str, str] = {name: p.seed_use for name, p in PROVIDERS.items()}
+SEED_TAKERS: frozenset[str] = frozenset(name for name, p in PROVIDERS.items() if p.takes_seed)
 
 
 def _use(provider: str | None) -> str:
-    return SEED_USE.get(provider or "", "whether this server samples from it is not known")
+    return SEED_USE.get(provider or "", UNKNOWN_SEED_USE)
 
 
 def validate_seed_line(provider: str, derived: bool) -> str:

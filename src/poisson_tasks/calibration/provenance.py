@@ -10,17 +10,18 @@ What the card reads from the header's free-form parts, as the runner writes them
   `details` the server's version (`details.version`, from vLLM or Ollama). Optional keys a
   serving stack may add and the card prints: `stack`, `stack_version`, `flags`, `gpu`,
   `weights_revision`, `context_window`, and `kind` (`api`, `self-served`, `reference`), which otherwise follows
-  from the provider: openai is an API, reference is this package's reference policies, and
-  vllm, ollama, llamacpp and openai-compatible are served by the user. For llama.cpp the runner
-  also writes `llamacpp` (local.facts.LlamaCppFacts: build, model file, size, sha256,
-  quantisation, n_ctx, threads, chat template and its sha256), which the card prints in full.
+  from the provider's registered kind (providers/: openai is an API, reference is this package's
+  reference policies, vllm, ollama, llamacpp and openai-compatible are served by the user).
+  For llama.cpp the runner also writes `llamacpp` (local.facts.LlamaCppFacts: build, model
+  file, size, sha256, quantisation, n_ctx, threads, chat template and its sha256), which the card
+  prints in full.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 from pydantic import (
     BaseModel,
@@ -36,6 +37,8 @@ from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.providers import ServingKind as RegisteredKind
+from poisson_tasks.providers import provider_def
 from poisson_tasks.runfolder import (
     MergeRecord,
     OwnToolsRecord,
@@ -51,10 +54,8 @@ from poisson_tasks.servingpin import (
     session_facts,
 )
 
-ServingKind = Literal["api", "self-served", "reference", "unknown"]
+ServingKind = Literal[RegisteredKind, "unknown"]
 
-_SELF_SERVED = frozenset({"vllm", "ollama", "llamacpp", "openai-compatible"})
-_API = frozenset({"openai"})
 
 __all__ = [
     "Provenance",
@@ -207,15 +208,10 @@ def _section(mapping: dict[str, Any], key: str, where: str) -> dict[str, Any]:
 
 def _kind(serving: dict[str, Any], provider: str) -> ServingKind:
     declared = serving.get("kind")
-    if declared in ("api", "self-served", "reference"):
-        return declared  # type: ignore[no-any-return]
-    if provider == "reference":
-        return "reference"
-    if provider in _SELF_SERVED:
-        return "self-served"
-    if provider in _API:
-        return "api"
-    return "unknown"
+    if declared in get_args(RegisteredKind):
+        return cast(ServingKind, declared)
+    registered = provider_def(provider)
+    return "unknown" if registered is None else registered.kind
 
 
 def _server_version(serving: dict[str, Any]) -> str | None:

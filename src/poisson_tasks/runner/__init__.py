@@ -7,21 +7,25 @@
 from __future__ import annotations
 
 from poisson_tasks.runner.folder import default_run_folder
+from poisson_tasks.runner.request import RunRequest, session_request
 from poisson_tasks.runner.run import (
-    RunSummary,
     check_plan_pins,
     replay_run,
     run_plan,
     run_preregistration,
-    summary_lines,
+    run_request,
 )
+from poisson_tasks.runner.summary import RunSummary, summary_lines
 
 __all__ = [
+    "RunRequest",
     "RunSummary",
     "check_plan_pins",
     "default_run_folder",
     "replay_run",
     "run_plan",
     "run_preregistration",
+    "run_request",
+    "session_request",
     "summary_lines",
 ]

@@ -9,7 +9,7 @@ either way; these are the words beside it, written once for every verb that runs
 from __future__ import annotations
 
 from poisson_tasks.nouns import counted
-from poisson_tasks.runner.run import RunSummary
+from poisson_tasks.runner.summary import RunSummary
 
 __all__ = ["alarm_lines"]
 

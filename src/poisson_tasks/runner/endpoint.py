@@ -16,17 +16,17 @@ deeper than ARGUMENT_DEPTH. What cannot be retried is sorted into three kinds:
 out of credit: the run stops) and `EndpointError` (the endpoint refuses the run: wrong key, unknown
 model; the run stops with one line). Every failed response's status, headers (less credentials) and
 first 4 KB of body are kept as evidence. Nothing that leaves this module carries the API key or any
-8-character piece of it.
+8-character piece of it. Each failed attempt is sorted by one table, failures.RETRY_KINDS, from
+the exception raised to its retry kind or the error it ends in; `complete` runs attempts
+(`_attempt`, `_read`) and backs off between them (`_back_off`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import math
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,19 +41,22 @@ from poisson_tasks.bundle import ToolCall
 from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import (
     CallFailed,
-    ContextOverflow,
-    EndpointError,
-    OutOfCredit,
-    UnparsedToolCall,
 )
 from poisson_tasks.prereg import Decoding, Execution
 from poisson_tasks.reference.wire import request_tokens
 from poisson_tasks.runfolder import PacingRecord
+from poisson_tasks.runner.failures import (
+    CAUGHT,
+    CallLog,
+    Failed,
+    Retry,
+    evidence_of,
+    retry_after_s,
+    retry_of,
+)
 from poisson_tasks.runner.pacing import Pacer, Ticket
 from poisson_tasks.runner.received import (
     ACCEPT_IDENTITY,
-    EVIDENCE_BYTES,
-    BodyRefused,
     limit_body,
 )
 from poisson_tasks.tokens import count_tokens
@@ -66,107 +69,7 @@ _JSON = {"Content-Type": "application/json", **ACCEPT_IDENTITY}
 # A tool's arguments nest at most owntools.MAX_DEPTH levels in any block a run offers: arguments
 # deeper than this cannot be a call of one, and are the model's malformed call.
 ARGUMENT_DEPTH = 32
-_CREDENTIAL_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "www-authenticate",
-        "cookie",
-        "set-cookie",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "x-auth-token",
-    }
-)
 RETRY_AFTER_DEFAULT_MAX_S = 300.0
-# The three wordings of "the conversation no longer fits the model's window": OpenAI's error code,
-# vLLM's message, and llama.cpp's message and error type.
-_OVERFLOW = re.compile(
-    r"context_length_exceeded|maximum context length|exceeds? the available context size"
-    r"|exceed_context_size_error",
-    re.IGNORECASE,
-)
-_WINDOW = re.compile(
-    r"maximum context length is (\d+)|available context size \((\d+)|n_ctx\D{0,4}(\d+)", re.I
-)
-
-
-# llama.cpp's wording (common/chat.cpp) when a tool call's arguments are not JSON.
-_UNPARSED_CALL = re.compile(r"Failed to parse tool call arguments as JSON", re.IGNORECASE)
-
-
-def _kept_headers(items: Sequence[tuple[str, str]], secret: str | None) -> dict[str, str]:
-    """A response's headers as evidence: credentials' headers left out, the key redacted."""
-    return {
-        redact(k.lower(), secret): redact(v, secret)
-        for k, v in items
-        if k.lower() not in _CREDENTIAL_HEADERS
-    }
-
-
-def evidence_of(response: httpx2.Response, secret: str | None) -> dict[str, Any]:
-    """What a failed response showed: status, headers less credentials, the body's first 4 KB."""
-    try:
-        raw = response.content
-    except httpx2.ResponseNotRead:  # a streamed body cut off before it was read
-        raw = b""
-    body = raw[:EVIDENCE_BYTES].decode("utf-8", "replace")
-    return {
-        "status": response.status_code,
-        "headers": _kept_headers(list(response.headers.items()), secret),
-        "body": redact(body, secret),
-        "body_bytes": len(raw),
-    }
-
-
-def refused_evidence(exc: BodyRefused, secret: str | None) -> dict[str, Any]:
-    """What a response whose body was refused showed: status, headers, the first 4 KB that
-    arrived, and why it was refused (received.BodyRefused)."""
-    return {
-        "status": exc.status,
-        "headers": _kept_headers(exc.headers, secret),
-        "body": redact(exc.head.decode("utf-8", "replace"), secret),
-        "refused": exc.reason,
-    }
-
-
-def _no_response(kind: str, seconds: float) -> dict[str, Any]:
-    """The evidence of an attempt that ended without a response (a timeout, a dropped
-    connection): what ended it and after how long."""
-    return {"status": None, "kind": kind, "seconds": round(seconds, 6)}
-
-
-def retry_after_s(headers: httpx2.Headers, now: float | None = None) -> float | None:
-    """The wait a server asks for: retry-after-ms, else Retry-After in seconds or as an HTTP date."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def overflow_window(text: str) -> int | None:
-    """The context size a context-overflow message states, where it states one."""
-    found = _WINDOW.search(text)
-    if found is None:
-        return None
-    return int(next(g for g in found.groups() if g is not None))
 
 
 @dataclass(slots=True)
@@ -185,17 +88,6 @@ class ModelReply:
     reasoning: str | None = None
     estimated: tuple[str, ...] = ()  # the usage counts the pinned tokenizer supplied
     body_bytes: int = 0  # the response body's length as received
-    failures: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class CallLog:
-    """One model call's attempts as they happen: its retries, the seconds waited on the endpoint,
-    and each failed attempt's evidence. The caller holds it, so a call cut short by the
-    episode's wall clock still leaves every attempt it made in the episode record."""
-
-    retries: int = 0
-    seconds: float = 0.0
     failures: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -412,20 +304,6 @@ class Endpoint:
     def scrub(self, obj: Any) -> Any:
         return scrub(obj, self._secret)
 
-    def _fatal(self, exc: openai.APIStatusError) -> EndpointError:
-        status = exc.status_code
-        what = self.redact(str(getattr(exc, "message", exc)))
-        if status == 401:
-            return EndpointError(
-                f"{self.base_url} refused the API key (401): check the variable model.api_key_env "
-                f"names and its value ({what})"
-            )
-        if status == 403:
-            return EndpointError(f"{self.base_url} refused access (403): {what}")
-        return EndpointError(
-            f"{self.base_url} does not serve model {self.model!r} (404): fix model.model ({what})"
-        )
-
     async def _post(
         self, payload: bytes, attempt: int, tokens: Callable[[], int] | None = None
     ) -> httpx2.Response:
@@ -464,132 +342,100 @@ class Endpoint:
 
         ModelReply.seconds is the time spent waiting on the endpoint: inside the HTTP calls and in the
         backoff between them; encoding the request and reading the answer are the harness's.
-        `seed`, when given, is sent as the request's `seed`. `log`, when given, is kept up to date
-        attempt by attempt (retries, seconds, failed attempts' evidence).
+        `seed`, when given, is sent as the request's `seed`. `log`, when given (a fresh one), is
+        kept up to date attempt by attempt (retries, seconds, failed attempts' evidence).
         """
-        ex = self.execution
         log = log if log is not None else CallLog()
-        retries = 0
-        waited = 0.0
-        failures = log.failures
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
         payload = orjson.dumps(
             {**self._fixed, **extra, "messages": messages, "tools": tools, "user": user}
         )
-        ceiling = self._ceiling
         limit = self.decoding.max_completion_tokens
 
         def tokens() -> int:  # the request's charge as the pacer counts it (pacing.py)
             return request_tokens(messages, tools) + limit
 
         while True:
-            kind: str
-            retry_after: float | None = None
-            t0 = time.perf_counter()
-            self.counters.calls += 1
+            outcome = await self._attempt(payload, tokens, log)
+            if isinstance(outcome, ModelReply):
+                return outcome
+            await self._back_off(outcome, log)
+
+    async def _attempt(
+        self, payload: bytes, tokens: Callable[[], int], log: CallLog
+    ) -> ModelReply | Retry:
+        """One POST and its answer read: the reply, or the retry its failure asks for (the
+        failure's evidence appended to the log); raises what cannot be retried."""
+        started = time.perf_counter()
+        self.counters.calls += 1
+        failed: BaseException | None = None
+        try:
             try:
-                try:
-                    resp = await self._post(payload, retries, tokens)
-                finally:
-                    waited += time.perf_counter() - t0
-                    log.seconds = waited
-            except openai.RateLimitError as exc:
-                failures.append(evidence_of(exc.response, self._secret))
-                if exc.code == "insufficient_quota" or (
-                    isinstance(exc.body, dict) and exc.body.get("type") == "insufficient_quota"
-                ):
-                    raise OutOfCredit(
-                        f"{self.base_url} says the account is out of credit (insufficient_quota)"
-                    ) from None
-                kind, retry_after = "429", retry_after_s(exc.response.headers)
-            except (
-                openai.AuthenticationError,
-                openai.PermissionDeniedError,
-                openai.NotFoundError,
-            ) as exc:
-                raise self._fatal(exc) from None
-            except openai.InternalServerError as exc:
-                failures.append(evidence_of(exc.response, self._secret))
-                text = exc.response.content.decode("utf-8", "replace")
-                if exc.status_code == 500 and _UNPARSED_CALL.search(text):
-                    detail = self.redact(f"HTTP 500: {exc.message}")
-                    raise UnparsedToolCall(detail, retries, waited, failures) from None
-                kind, retry_after = str(exc.status_code), retry_after_s(exc.response.headers)
-            except openai.APIStatusError as exc:
-                failures.append(evidence_of(exc.response, self._secret))
-                if exc.status_code == 408:
-                    kind, retry_after = "408", retry_after_s(exc.response.headers)
-                else:
-                    text = exc.response.content.decode("utf-8", "replace")
-                    detail = self.redact(f"HTTP {exc.status_code}: {exc.message}")
-                    if exc.status_code in (400, 413) and _OVERFLOW.search(text):
-                        raise ContextOverflow(
-                            detail, retries, waited, failures, overflow_window(text)
-                        ) from None
-                    raise CallFailed(detail, retries, waited, failures) from None
-            except BodyRefused as exc:  # longer than received.MAX_BODY_BYTES, or encoded
-                kind = "refused_body"
-                failures.append(refused_evidence(exc, self._secret))
-            except (openai.APITimeoutError, TimeoutError):
-                kind = "timeout"
-                failures.append(_no_response(kind, time.perf_counter() - t0))
-            except openai.APIConnectionError as exc:
-                if isinstance(exc.__cause__, BodyRefused):  # openai 2 wraps what its send raised
-                    kind = "refused_body"
-                    failures.append(refused_evidence(exc.__cause__, self._secret))
-                else:
-                    kind = "connection"
-                    failures.append(_no_response(kind, time.perf_counter() - t0))
-            else:
-                try:
-                    # the one place a completion enters: read within boundedjson's depth, and
-                    # the key redacted from every string of it (ids, finish_reason,
-                    # system_fingerprint, content, unknown fields)
-                    body = self.scrub(boundedjson.loads(resp.content))
-                except boundedjson.TooDeep as exc:
-                    failures.append({**evidence_of(resp, self._secret), "refused": str(exc)})
-                    kind = "too_deep"
-                except ValueError:
-                    failures.append(evidence_of(resp, self._secret))
-                    kind = "not_json"
-                else:
-                    if isinstance(body, dict) and "error" in body and "choices" not in body:
-                        failures.append(evidence_of(resp, self._secret))
-                        kind = "error_body"
-                    elif not isinstance(body, dict):
-                        failures.append(evidence_of(resp, self._secret))
-                        kind = "not_json"
-                    else:
-                        try:
-                            reply = read_reply(body, waited, retries)
-                        except CallFailed as exc:
-                            failures.append(evidence_of(resp, self._secret))
-                            exc.seconds, exc.evidence = waited, failures
-                            raise
-                        reply.failures = failures
-                        reply.body_bytes = len(resp.content)
-                        usage, missing = checked_usage(reply.usage)
-                        if missing:  # counted with the pinned tokenizer, disclosed on the card
-                            estimate = estimate_usage(payload, reply)
-                            usage.update({name: estimate[name] for name in missing})
-                        reply.usage, reply.estimated = usage, missing
-                        return reply
-            if retries >= ex.max_retries:
-                raise CallFailed(f"{kind} after {retries} retries", retries, waited, failures)
-            retries += 1
-            log.retries = retries
-            self.counters.retries += 1
-            self.counters.last_retry = kind
-            self.counters.by_kind[kind] = self.counters.by_kind.get(kind, 0) + 1
-            if self._on_retry is not None:
-                self._on_retry(kind)
-            delay = min(ex.backoff_max_s, ex.backoff_s * 2 ** (retries - 1))
-            delay *= 0.5 + random.random() / 2  # jitter spreads retries of concurrent episodes
-            if retry_after is not None:
-                delay = max(delay, min(retry_after, ceiling))
-            t0 = time.perf_counter()
-            try:
-                await asyncio.sleep(delay)
+                resp = await self._post(payload, log.retries, tokens)
             finally:
-                waited += time.perf_counter() - t0
-                log.seconds = waited
+                log.seconds += time.perf_counter() - started
+        except CAUGHT as exc:
+            failed = exc
+        if failed is not None:  # outside the except clause: what it raises carries no context
+            at = Failed(self.base_url, self.model, self._secret, started, log)
+            return retry_of(failed, at)
+        return self._read(resp, payload, log)
+
+    def _read(self, resp: httpx2.Response, payload: bytes, log: CallLog) -> ModelReply | Retry:
+        """A 200's body as a reply, or the retry a body that is not a whole completion asks for."""
+        failures = log.failures
+        try:
+            # the one place a completion enters: read within boundedjson's depth, and the key
+            # redacted from every string of it (ids, finish_reason, system_fingerprint,
+            # content, unknown fields)
+            body = self.scrub(boundedjson.loads(resp.content))
+        except boundedjson.TooDeep as exc:
+            failures.append({**evidence_of(resp, self._secret), "refused": str(exc)})
+            return Retry("too_deep")
+        except ValueError:
+            failures.append(evidence_of(resp, self._secret))
+            return Retry("not_json")
+        if isinstance(body, dict) and "error" in body and "choices" not in body:
+            failures.append(evidence_of(resp, self._secret))
+            return Retry("error_body")
+        if not isinstance(body, dict):
+            failures.append(evidence_of(resp, self._secret))
+            return Retry("not_json")
+        try:
+            reply = read_reply(body, log.seconds, log.retries)
+        except CallFailed as exc:
+            failures.append(evidence_of(resp, self._secret))
+            exc.seconds, exc.evidence = log.seconds, failures
+            raise
+        reply.failures = failures
+        reply.body_bytes = len(resp.content)
+        usage, missing = checked_usage(reply.usage)
+        if missing:  # counted with the pinned tokenizer, disclosed on the card
+            estimate = estimate_usage(payload, reply)
+            usage.update({name: estimate[name] for name in missing})
+        reply.usage, reply.estimated = usage, missing
+        return reply
+
+    async def _back_off(self, retry: Retry, log: CallLog) -> None:
+        """Count the retry and wait before it: exponential backoff with jitter, at least what the
+        server asked for up to the ceiling; raises CallFailed when no retry is left."""
+        ex = self.execution
+        if log.retries >= ex.max_retries:
+            raise CallFailed(
+                f"{retry.kind} after {log.retries} retries", log.retries, log.seconds, log.failures
+            )
+        log.retries += 1
+        self.counters.retries += 1
+        self.counters.last_retry = retry.kind
+        self.counters.by_kind[retry.kind] = self.counters.by_kind.get(retry.kind, 0) + 1
+        if self._on_retry is not None:
+            self._on_retry(retry.kind)
+        delay = min(ex.backoff_max_s, ex.backoff_s * 2 ** (log.retries - 1))
+        delay *= 0.5 + random.random() / 2  # jitter spreads retries of concurrent episodes
+        if retry.retry_after is not None:
+            delay = max(delay, min(retry.retry_after, self._ceiling))
+        started = time.perf_counter()
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            log.seconds += time.perf_counter() - started

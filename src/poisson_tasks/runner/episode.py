@@ -34,7 +34,8 @@ from poisson_tasks.owntools import ToolSet, scored_calls
 from poisson_tasks.prereg import Slot
 from poisson_tasks.reference.wire import request_tokens
 from poisson_tasks.runfolder import EpisodeLine, Timing, Usage
-from poisson_tasks.runner.endpoint import CallLog, Endpoint, ModelReply, derived_seed
+from poisson_tasks.runner.endpoint import Endpoint, ModelReply, derived_seed
+from poisson_tasks.runner.failures import CallLog
 from poisson_tasks.runner.received import MAX_EPISODE_BYTES
 from poisson_tasks.runner.textcalls import text_call_dialect
 from poisson_tasks.verifier import FormatReport, Outcome, verify

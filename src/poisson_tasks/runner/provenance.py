@@ -9,7 +9,9 @@ measured where the server exposes it, never copied from the declaration:
   route, with the engine's arguments) when it answers.
 - ollama: the base URL must end in /v1 (Ollama's OpenAI-compatible API); GET /api/version, POST
   /api/show (quantisation, family, context length) and GET /api/tags (the model's digest).
+- llamacpp: GET /props must answer; the served file's sha256 is computed when it is local.
 - openai-compatible: llama.cpp's GET /props (n_ctx) when it answers.
+- One preflight per registered provider (`_PREFLIGHTS`, keyed by providers.PROVIDERS' names).
 - A declared revision the server contradicts (Ollama's digest, a Hugging Face snapshot hash in
   vLLM's `root`) refuses the run; one the server cannot confirm is recorded as "declared, not
   verified". GPU facts come from a sidecar JSON file named by POISSON_SERVING_SIDECAR (written by
@@ -22,6 +24,7 @@ import json
 import os
 import platform
 import re
+from collections.abc import Callable, Coroutine
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from poisson_tasks.credentials import redact, scrub
 from poisson_tasks.errors import EndpointError
 from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.prereg import Serving
+from poisson_tasks.providers import PROVIDERS
 from poisson_tasks.runner.received import ACCEPT_IDENTITY, BodyRefused, limit_body
 from poisson_tasks.servingpin import (
     RAW_ANSWER_BYTES,
@@ -312,52 +316,75 @@ async def _llamacpp(
     }
 
 
+async def _openai(
+    client: httpx2.AsyncClient, serving: Serving, base_url: str, key: str | None
+) -> dict[str, Any]:
+    """OpenAI: GET /models/MODEL must answer."""
+    entry = await _get(client, f"{base_url}/models/{serving.model}", key)
+    if entry is None:
+        raise EndpointError(f"{base_url} does not serve model {serving.model!r}: fix model.model")
+    return {"details": {"model": entry}}
+
+
+async def _reference(
+    client: httpx2.AsyncClient, serving: Serving, base_url: str, key: str | None
+) -> dict[str, Any]:
+    """The reference endpoint: its /health and /models, recorded (it serves every policy)."""
+    health = await _get(client, f"{_root(base_url)}/health", key)
+    return {"details": {"health": health, "models": await _get(client, f"{base_url}/models", key)}}
+
+
+async def _openai_compatible(
+    client: httpx2.AsyncClient, serving: Serving, base_url: str, key: str | None
+) -> dict[str, Any]:
+    """Another OpenAI-compatible server: the model must be listed when /models lists any; llama.cpp's
+    GET /props (n_ctx) when it answers; a declared revision is recorded as not verified."""
+    listing = await _get(client, f"{base_url}/models", key)
+    ids = _model_ids(listing)
+    if ids and serving.model not in ids:
+        raise EndpointError(
+            f"{base_url} does not serve model {serving.model!r} (it serves "
+            f"{_listed(listing)}): fix model.model"
+        )
+    out: dict[str, Any] = {}
+    details: dict[str, Any] = {"models": listing}
+    props = await _get(client, f"{_root(base_url)}/props", key)
+    if isinstance(props, dict):
+        gen = props.get("default_generation_settings")
+        n_ctx = gen.get("n_ctx") if isinstance(gen, dict) else props.get("n_ctx")
+        out["context_window"] = context_window(n_ctx)
+        details["props"] = {"n_ctx": n_ctx, "build_info": props.get("build_info")}
+    if serving.revision is not None:
+        out["weights_revision"] = f"{serving.revision} ({NOT_VERIFIED})"
+    return {**out, "details": details}
+
+
+Preflight = Callable[
+    [httpx2.AsyncClient, Serving, str, str | None], Coroutine[Any, Any, dict[str, Any]]
+]
+# Each registered provider's preflight (providers/): what its server says about itself, with the
+# raw answers under "details"; it raises EndpointError when the server cannot serve the run.
+_PREFLIGHTS: dict[str, Preflight] = {
+    "openai": _openai,
+    "vllm": _vllm,
+    "ollama": _ollama,
+    "llamacpp": _llamacpp,
+    "openai-compatible": _openai_compatible,
+    "reference": _reference,
+}
+if set(_PREFLIGHTS) != set(PROVIDERS):
+    raise RuntimeError(f"runner.provenance: no preflight for {set(PROVIDERS) - set(_PREFLIGHTS)}")
+
+
 async def serving_details(serving: Serving, base_url: str, api_key: str | None) -> dict[str, Any]:
     """What the endpoint says about itself; raises EndpointError when it cannot serve this run."""
     headers = {**ACCEPT_IDENTITY, **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
-    root = _root(base_url)
     sidecar = _read_sidecar()
-    extra: dict[str, Any] = {}
-    details: dict[str, Any] = {}
     async with httpx2.AsyncClient(
         timeout=_PREFLIGHT_TIMEOUT_S, headers=headers, event_hooks={"response": [limit_body]}
     ) as client:
-        if serving.provider == "llamacpp":
-            extra = await _llamacpp(client, serving, base_url, api_key)
-            details = extra.pop("details")
-        elif serving.provider == "vllm":
-            extra = await _vllm(client, serving, base_url, api_key)
-            details = extra.pop("details")
-        elif serving.provider == "ollama":
-            extra = await _ollama(client, serving, base_url, api_key)
-            details = extra.pop("details")
-        elif serving.provider == "openai":
-            entry = await _get(client, f"{base_url}/models/{serving.model}", api_key)
-            if entry is None:
-                raise EndpointError(
-                    f"{base_url} does not serve model {serving.model!r}: fix model.model"
-                )
-            details["model"] = entry
-        else:
-            if serving.provider == "reference":
-                details["health"] = await _get(client, f"{root}/health", api_key)
-            listing = await _get(client, f"{base_url}/models", api_key)
-            details["models"] = listing
-            ids = _model_ids(listing)
-            if serving.provider != "reference" and ids and serving.model not in ids:
-                raise EndpointError(
-                    f"{base_url} does not serve model {serving.model!r} (it serves "
-                    f"{_listed(listing)}): fix model.model"
-                )
-            if serving.provider == "openai-compatible":
-                props = await _get(client, f"{root}/props", api_key)
-                if isinstance(props, dict):
-                    gen = props.get("default_generation_settings")
-                    n_ctx = gen.get("n_ctx") if isinstance(gen, dict) else props.get("n_ctx")
-                    extra["context_window"] = context_window(n_ctx)
-                    details["props"] = {"n_ctx": n_ctx, "build_info": props.get("build_info")}
-                if serving.revision is not None:
-                    extra["weights_revision"] = f"{serving.revision} ({NOT_VERIFIED})"
+        extra = await _PREFLIGHTS[serving.provider](client, serving, base_url, api_key)
+        details = extra.pop("details")
     gpu = _gpu(sidecar)
     if gpu is not None:
         extra["gpu"] = gpu

@@ -22,14 +22,11 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import shlex
 import signal
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.bundle import TaskBundle
 from poisson_tasks.credentials import SECRET_PIECE, fields_where, holds_secret, scrub
@@ -48,7 +45,7 @@ from poisson_tasks.owntools import ToolSet, with_own_tools
 from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.pins.plan import check_plan
 from poisson_tasks.prereg import Plan, Slot, load_preregistration, validate_preregistration
-from poisson_tasks.reference import start_reference_server
+from poisson_tasks.reference import ReferenceServer, start_reference_server
 from poisson_tasks.runfolder import (
     HEADER,
     EpisodeLine,
@@ -78,107 +75,16 @@ from poisson_tasks.runner.replay import (
     replay_record,
     replayable_header,
 )
+from poisson_tasks.runner.request import RunRequest
 from poisson_tasks.runner.shard import Shard, budget_share, shard_record, shard_slots
+from poisson_tasks.runner.summary import RunSummary, stopped_line
 from poisson_tasks.runner.verifiers_null import run_batch, vf_eval_command
 from poisson_tasks.servingpin import compare_serving, serving_facts, session_facts
 from poisson_tasks.tokens import count_tokens
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 STOP_GRACE_S = 10.0  # how long episodes in flight may finish after SIGINT/SIGTERM
-LIMIT_STOPS: frozenset[str] = frozenset(
-    {"token_budget", "dollar_budget", "wall_clock", "out_of_credit"}
-)
 _NULL_BATCH = 8  # verifiers-null: slots per vf-eval child, in multiples of the concurrency
-
-
-class RunSummary(BaseModel):
-    """What one session of a run did, and where the folder stands after it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    folder: str
-    session: int
-    shard: str | None = Field(default=None, description="i/n for a shard folder")
-    stop_reason: StopReason
-    detail: str | None = None
-    planned: int = Field(description="episodes the plan holds (slots)")
-    scored: int = Field(description="slots with a scored line, whole folder")
-    written: int = Field(description="lines this session wrote")
-    outcomes: dict[str, int] = Field(description="this session's lines by outcome")
-    passed: int = Field(description="this session's strict passes")
-    malformed_clause1: int = Field(description="this session's malformed calls on clause 1")
-    no_tool_call: int = Field(description="this session's scored episodes with no tool call")
-    instrument: int = Field(description="this session's instrument failures")
-    abandoned: int = Field(description="episodes cut off in flight by a stop (not written)")
-    retries: int
-    tokens: int = Field(description="tokens over the whole folder")
-    dollars: float | None = Field(description="spend over the whole folder; None without rates")
-    seconds: float
-    incomplete_arms: list[str] = Field(
-        description="arms with a planned episode that has no line at all (as the card counts)"
-    )
-    unscored_arms: list[str] = Field(
-        default_factory=list,
-        description="arms with a slot whose only lines are instrument failures (--resume reruns)",
-    )
-    no_call_max: float = 0.10
-    instrument_max: float = 0.02
-    replay_of: str | None = Field(
-        default=None, description="the run folder this session replayed a sample of"
-    )
-    replay: RunSummary | None = Field(
-        default=None, description="the replay design.replay ran after the run (runner/replay.py)"
-    )
-    replay_waits: bool = Field(
-        default=False,
-        description="design.replay is declared but the run is not complete: no replay yet",
-    )
-    already_complete: bool = Field(
-        default=False,
-        description="a resume found every slot scored: nothing ran and no session was added",
-    )
-
-    @property
-    def pending(self) -> int:
-        return self.planned - self.scored
-
-    @property
-    def complete(self) -> bool:
-        return self.pending == 0
-
-    @property
-    def scored_this_session(self) -> int:
-        return self.written - self.instrument
-
-    @property
-    def limit_stop(self) -> bool:
-        """A limit stopped the session (tokens, dollars, wall clock, out of credit)."""
-        return self.stop_reason in LIMIT_STOPS
-
-    @property
-    def instrument_alarm(self) -> bool:
-        """More than `thresholds.instrument_max` of this session's lines were instrument failures:
-        the serving, not the model, decided the run, and its cells will be withheld."""
-        return self.written > 0 and self.instrument > self.instrument_max * self.written
-
-    @property
-    def exit_code(self) -> int:
-        """1 when an alarm rings (instrument failures over the limit, or format clause 1), 3 when a
-        limit stopped the run before every planned episode had a line, 0 otherwise; a run whose
-        own code is 0 takes its replay's."""
-        if self.instrument_alarm or self.format_alarm:
-            return 1
-        if self.limit_stop and self.incomplete_arms:
-            return 3
-        return 0 if self.replay is None else self.replay.exit_code
-
-    @property
-    def format_alarm(self) -> bool:
-        """More than the no-call share of this session's scored episodes broke format clause 1
-        (tool-call arguments that are not JSON, or calls written as text): the model's result is
-        recorded, but the run says so loudly, since it usually means a serving parser problem."""
-        scored = self.scored_this_session
-        return scored > 0 and self.malformed_clause1 > self.no_call_max * scored
 
 
 class _Tasks:
@@ -621,14 +527,8 @@ async def run_plan(
 ) -> RunSummary:
     """The async form of run_preregistration (for callers already inside an event loop); a whole
     run that completes runs its declared replay (design.replay) after it."""
-    summary = await _signalled(
-        plan,
-        Path(out_dir),
-        resume,
-        show_progress,
-        shard,
-        accept_serving_change,
-    )
+    request = RunRequest(plan, Path(out_dir), resume, show_progress, shard, accept_serving_change)
+    summary = await _signalled(request)
     declared = plan.preregistration.design.replay
     if declared is None or shard is not None:
         return summary
@@ -661,15 +561,11 @@ async def replay_plan(
     try:
         plan, record = _draw(run, sample, seed, base_url)  # again, under the lock
         target = replay_folder(run)
-        summary = await _signalled(
-            plan,
-            target,
-            (target / HEADER).is_file(),
-            show_progress,
-            None,
-            accept_serving_change,
-            record,
+        resume = (target / HEADER).is_file()
+        request = RunRequest(
+            plan, target, resume, show_progress, None, accept_serving_change, record
         )
+        summary = await _signalled(request)
         return summary.model_copy(update={"replay_of": str(run)})
     finally:
         lock.release()
@@ -694,42 +590,24 @@ def _draw(
     return plan, replay_record(draw_sample(scored, plan, sample, seed), seed, len(scored))
 
 
-async def _signalled(
-    plan: Plan,
-    out_dir: Path,
-    resume: bool,
-    show_progress: bool | None,
-    shard: Shard | None,
-    accept_serving_change: bool,
-    replay: ReplayRecord | None = None,
-) -> RunSummary:
+async def _signalled(request: RunRequest) -> RunSummary:
     """One session with SIGINT and SIGTERM handled (see _Signals)."""
     signals = _Signals()
     signals.install()
     opened: list[RunFolder] = []
     try:
-        return await _run_plan(
-            plan,
-            Path(out_dir),
-            resume,
-            show_progress,
-            signals,
-            opened,
-            shard,
-            accept_serving_change,
-            replay,
-        )
+        return await _run_plan(request, signals, opened)
     except asyncio.CancelledError:
         if signals.signum is None:
             raise
         if signals.main is not None:
             signals.main.uncancel()
-        path = Path(out_dir)
+        path = request.path
         where = (
             f"; continue with {resume_hint(path)}"
             if opened
             else "; nothing was written"
-            if not resume
+            if not request.resume
             else f"; the folder is as it was: continue with {resume_hint(path)}"
         )
         message = f"stopped by {signals.name} before the run began{where}"
@@ -738,132 +616,161 @@ async def _signalled(
         signals.remove()
 
 
-async def _run_plan(
-    plan: Plan,
-    path: Path,
-    resume: bool,
-    show_progress: bool | None,
-    signals: _Signals,
-    opened: list[RunFolder],
-    shard: Shard | None = None,
-    accept_serving_change: bool = False,
-    replay: ReplayRecord | None = None,
-) -> RunSummary:
-    pr = plan.preregistration
+@dataclasses.dataclass
+class _Held:
+    """What a session holds until it ends: the folder's lock (until the folder takes it), the
+    endpoint's client and an in-process reference server; released in that order."""
+
+    lock: FolderLock | None = None
+    endpoint: Endpoint | None = None
+    server: ReferenceServer | None = None
+
+    async def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+        if self.endpoint is not None:
+            await self.endpoint.close()
+        if self.server is not None:
+            self.server.close()
+
+
+def _check_runnable(plan: Plan) -> None:
+    """What refuses a plan before its folder is touched: its arms, its pins, a missing extra."""
+    _check_arms(plan)
+    check_plan_pins(plan)
+    if plan.preregistration.design.harness == "verifiers-null":
+        vf_eval_command()  # the extra is missing: stop before the folder is touched
+
+
+def _base_url(plan: Plan, key: str | None, held: _Held) -> str:
+    """The endpoint's base URL: the declared one, else an in-process reference server's."""
+    model = plan.preregistration.model
+    base_url = model.resolved_base_url
+    if model.provider == "reference" and base_url is None:
+        count_tokens("warm")  # the server thread counts tokens: load the tables before the clock
+        held.server = start_reference_server("127.0.0.1", 0, api_key=key)
+        base_url = held.server.base_url
+    if base_url is None:  # validate_preregistration requires one for every provider but these
+        raise EndpointError(
+            "model.base_url: not given; for a llama.cpp server pass the URL serve-local "
+            "printed with `run --base-url URL` (or write it in the file)"
+        )
+    return base_url
+
+
+async def _run_plan(request: RunRequest, signals: _Signals, opened: list[RunFolder]) -> RunSummary:
+    plan, path, replay = request.plan, request.path, request.replay
+    shard = request.shard
     # A shard runs its own slots within its share of the study's budget (runner/shard.py); a
     # replay runs its sample's slots (runner/replay.py).
     record = shard_record(plan, shard) if shard is not None else None
     slots = shard_slots(plan, shard) if shard is not None else plan.slots()
     if replay is not None:
         slots = [Slot(arm, seed, attempt) for arm, seed, attempt in replay.slots]
-    budget = budget_share(pr.budget, shard.count) if shard is not None else pr.budget
-    _check_arms(plan)
-    check_plan_pins(plan)
-    if pr.design.harness == "verifiers-null":
-        vf_eval_command()  # the extra is missing: stop before the folder is touched
-    lock: FolderLock | None = None
+    _check_runnable(plan)
+    held = _Held()
     checked = None
-    if resume:
+    if request.resume:
         # refuses another study's folder (or another shard of it), writing nothing
         RunFolder.check_resumable(path, plan, record, replay)
-        lock = FolderLock.acquire(path)
+        held.lock = FolderLock.acquire(path)
     else:
         check_creatable(path)
-    server = None
-    endpoint: Endpoint | None = None
     try:
-        if resume:
+        if request.resume:
             checked = RunFolder.check_resumable(path, plan, record, replay)  # again, locked
             if all(slot in checked[1].scored for slot in slots):
                 return _complete_already(plan, slots, path, checked)
         key = _api_key(plan, path)
-        base_url = pr.model.resolved_base_url
-        if pr.model.provider == "reference" and base_url is None:
-            # the server thread counts tokens: load the tables before the clock
-            count_tokens("warm")
-            server = start_reference_server("127.0.0.1", 0, api_key=key)
-            base_url = server.base_url
-        if base_url is None:  # validate_preregistration requires one for every provider but these
-            raise EndpointError(
-                "model.base_url: not given; for a llama.cpp server pass the URL serve-local "
-                "printed with `run --base-url URL` (or write it in the file)"
-            )
-        serving = scrub(await serving_details(pr.model, base_url, key), key)
-        if server is not None:
+        base_url = _base_url(plan, key, held)
+        serving = scrub(await serving_details(plan.preregistration.model, base_url, key), key)
+        if held.server is not None:
             serving["in_process"] = True
-        if checked is not None and not accept_serving_change:
+        if checked is not None and not request.accept_serving_change:
             check_serving_unchanged(path, checked[0], serving, plan)
         folder = (
-            RunFolder.resume(path, plan, serving, checked, lock, shard=record, replay=replay)
+            RunFolder.resume(path, plan, serving, checked, held.lock, shard=record, replay=replay)
             if checked is not None
             else RunFolder.create(
                 path, plan, serving, own_tools_record(plan), shard=record, replay=replay
             )
         )
-        lock = None  # the folder holds it now and drops it on close
+        held.lock = None  # the folder holds it now and drops it on close
         opened.append(folder)
-        pending = [s for s in slots if s not in folder.state.scored]
-        counters = Counters()
-        progress = Progress(
-            len(pending),
-            token_cap=budget.tokens,
-            dollar_cap=budget.dollars,
-            enabled=show_progress,
-            label=str(path),
-            tokens=folder.state.spend.tokens,
-            dollars=folder.state.spend.dollars(pr.model.rates),
-        )
-        endpoint = Endpoint(
-            base_url=base_url,
-            api_key=key,
-            model=pr.model.model,
-            decoding=pr.decoding,
-            execution=pr.execution,
-            counters=counters,
-            on_retry=progress.retry,
-            session=folder.session.index,
-        )
-        limits = Limits(budget, pr.model.rates, folder.state.spend)
-        session = _Session(plan, folder, endpoint, limits, progress, pending)
-        started = time.perf_counter()
-        stop: StopReason = "interrupted"
-        detail: str | None = "the session was interrupted"
-        try:
-            folder.open_writer(on_durable=session._tally, on_lost=session._lost)
-            signals.session = session
-            with progress:
-                if pr.design.harness == "verifiers-null":
-                    await session.run_null(base_url, key)
-                else:
-                    await session.run()
-                folder.finish_writes()  # the last lines counted before the last frame is drawn
-            stop, detail = session.stop_reason or "interrupted", session.detail
-            if signals.signum is not None:
-                detail = f"stopped by {signals.name}"
-        finally:
-            signals.session = None
-            folder.finish_writes()  # the last lines synced and tallied, or cut off (session.lost)
-            if session.lost is not None:
-                stop, detail = "interrupted", session.lost[0]
-            folder.session.abandoned = session.abandoned
-            folder.session.abandoned_usage = session.abandoned_usage
-            folder.session.pacing = endpoint.pacing_record()
-            folder.close(stop, detail)
-        if session.fatal is not None:
-            raise session.fatal
-        if session.crash is not None:
-            raise session.crash
-        summary = _summary(plan, slots, folder, session, counters, time.perf_counter() - started)
-        if signals.signum is not None:
-            raise Interrupted(_stopped_line(signals.name, summary), signals.signum)
-        return summary
+        return await _session(request, folder, slots, base_url, key, signals, held)
     finally:
-        if lock is not None:
-            lock.release()
-        if endpoint is not None:
-            await endpoint.close()
-        if server is not None:
-            server.close()
+        await held.release()
+
+
+async def _session(
+    request: RunRequest,
+    folder: RunFolder,
+    slots: list[Slot],
+    base_url: str,
+    key: str | None,
+    signals: _Signals,
+    held: _Held,
+) -> RunSummary:
+    """The session proper on an open folder: its pending slots run, the folder closed with why
+    the session stopped, and the summary."""
+    plan, pr = request.plan, request.plan.preregistration
+    shard = request.shard
+    budget = budget_share(pr.budget, shard.count) if shard is not None else pr.budget
+    pending = [s for s in slots if s not in folder.state.scored]
+    counters = Counters()
+    progress = Progress(
+        len(pending),
+        token_cap=budget.tokens,
+        dollar_cap=budget.dollars,
+        enabled=request.show_progress,
+        label=str(request.path),
+        tokens=folder.state.spend.tokens,
+        dollars=folder.state.spend.dollars(pr.model.rates),
+    )
+    endpoint = held.endpoint = Endpoint(
+        base_url=base_url,
+        api_key=key,
+        model=pr.model.model,
+        decoding=pr.decoding,
+        execution=pr.execution,
+        counters=counters,
+        on_retry=progress.retry,
+        session=folder.session.index,
+    )
+    limits = Limits(budget, pr.model.rates, folder.state.spend)
+    session = _Session(plan, folder, endpoint, limits, progress, pending)
+    started = time.perf_counter()
+    stop: StopReason = "interrupted"
+    detail: str | None = "the session was interrupted"
+    try:
+        folder.open_writer(on_durable=session._tally, on_lost=session._lost)
+        signals.session = session
+        with progress:
+            if pr.design.harness == "verifiers-null":
+                await session.run_null(base_url, key)
+            else:
+                await session.run()
+            folder.finish_writes()  # the last lines counted before the last frame is drawn
+        stop, detail = session.stop_reason or "interrupted", session.detail
+        if signals.signum is not None:
+            detail = f"stopped by {signals.name}"
+    finally:
+        signals.session = None
+        folder.finish_writes()  # the last lines synced and tallied, or cut off (session.lost)
+        if session.lost is not None:
+            stop, detail = "interrupted", session.lost[0]
+        folder.session.abandoned = session.abandoned
+        folder.session.abandoned_usage = session.abandoned_usage
+        folder.session.pacing = endpoint.pacing_record()
+        folder.close(stop, detail)
+    if session.fatal is not None:
+        raise session.fatal
+    if session.crash is not None:
+        raise session.crash
+    summary = _summary(plan, slots, folder, session, counters, time.perf_counter() - started)
+    if signals.signum is not None:
+        raise Interrupted(stopped_line(signals.name, summary), signals.signum)
+    return summary
 
 
 def _complete_already(
@@ -896,20 +803,6 @@ def _complete_already(
         no_call_max=pr.thresholds.no_call_max,
         instrument_max=pr.thresholds.instrument_max,
         already_complete=True,
-    )
-
-
-def _stopped_line(name: str, summary: RunSummary) -> str:
-    spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
-    hint = (
-        "every slot is scored"
-        if summary.complete
-        else f"continue with {resume_hint(Path(summary.folder))}"
-    )
-    return (
-        f"stopped by {name}: {summary.written} episodes written this session ({summary.abandoned} abandoned "
-        f"in flight, their spend recorded); {summary.scored}/{summary.planned} slots scored, "
-        f"{summary.tokens:,} tokens{spend} in all; {hint}"
     )
 
 
@@ -1001,6 +894,21 @@ def run_preregistration(
     )
 
 
+def run_request(request: RunRequest) -> RunSummary:
+    """Run the session `request` asks for (session_request builds it for `poisson-tasks run`), and
+    the declared replay after a whole run that completes, as run_preregistration does."""
+    return asyncio.run(
+        run_plan(
+            request.plan,
+            request.path,
+            request.resume,
+            show_progress=request.show_progress,
+            shard=request.shard,
+            accept_serving_change=request.accept_serving_change,
+        )
+    )
+
+
 def replay_run(
     run_dir: str | Path,
     sample: int,
@@ -1022,65 +930,3 @@ def replay_run(
             base_url=base_url,
         )
     )
-
-
-def summary_lines(summary: RunSummary) -> list[str]:
-    """The summary as the CLI prints it."""
-    rate = (
-        f"{summary.passed / summary.scored_this_session:.3f}"
-        if summary.scored_this_session
-        else "-"
-    )
-    spend = f", ${summary.dollars:.4f}" if summary.dollars is not None else ""
-    what = "replay" if summary.replay_of else "run"
-    if summary.already_complete:
-        carded = summary.replay_of or summary.folder
-        lines = [
-            f"{what} {summary.folder}"
-            + (f" (shard {summary.shard})" if summary.shard else "")
-            + f" is complete already: {summary.scored}/{summary.planned} slots scored, "
-            f"{summary.tokens:,} tokens{spend}; nothing ran and no session was added (its card: "
-            f"poisson-tasks card {shlex.quote(carded)})"
-        ]
-        return lines + ([] if summary.replay is None else summary_lines(summary.replay))
-    lines = [
-        what
-        + f" {summary.folder}"
-        + (f" (shard {summary.shard})" if summary.shard else "")
-        + f" session {summary.session}: {summary.stop_reason}"
-        + (f" ({summary.detail})" if summary.detail else ""),
-        f"  episodes   {summary.written} written this session ({summary.instrument} instrument failures, "
-        f"{summary.abandoned} abandoned in flight); {summary.scored}/{summary.planned} slots scored",
-        f"  strict     {summary.passed}/{summary.scored_this_session} passed ({rate}); "
-        f"{summary.no_tool_call} with no tool call; {summary.retries} retries",
-        f"  spend      {summary.tokens:,} tokens{spend}; {summary.seconds:.1f} s",
-    ]
-    if summary.incomplete_arms:
-        lines.append(
-            f"  incomplete {', '.join(summary.incomplete_arms)}; continue with "
-            f"{resume_hint(Path(summary.folder))}"
-        )
-    if summary.unscored_arms:
-        lines.append(
-            f"  unscored   {', '.join(summary.unscored_arms)} hold slots whose only lines are "
-            f"instrument failures; {resume_hint(Path(summary.folder))} runs them again"
-        )
-    if summary.replay_waits:
-        lines.append(
-            "  replay     design.replay runs once every slot is scored; continue with "
-            f"{resume_hint(Path(summary.folder))}"
-        )
-    if summary.replay is not None:
-        lines += summary_lines(summary.replay)
-    return lines
-
-
-def as_dict(summary: RunSummary) -> dict[str, Any]:
-    return {
-        **summary.model_dump(mode="json"),
-        "pending": summary.pending,
-        "complete": summary.complete,
-        "format_alarm": summary.format_alarm,
-        "instrument_alarm": summary.instrument_alarm,
-        "exit_code": summary.exit_code,
-    }
