@@ -1,5 +1,5 @@
-"""Arms: one setting of one knob. ArmSpec, arm ids (render and parse), levels, turn budgets, and
-knob_status(), the knob-probe table (the published figures joined to the knob definitions).
+"""Arms: one setting of one knob. KnobDef, ArmSpec, arm ids (render and parse), levels and turn
+budgets; nothing of the probe's figures or any report (those sit above: knobtable.knob_status).
 
 An arm id is the canonical text of an ArmSpec; `parse_arm_id(arm_id(spec)) == spec` and
 `arm_id(parse_arm_id(text)) == text` for every valid id.
@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from poisson_tasks.errors import ArmError
-from poisson_tasks.probe import published
-from poisson_tasks.probe.figures import KnobStatus, KnobStatusRow
 
 Knob = Literal[
     "depth",
@@ -191,42 +189,6 @@ KNOBS: tuple[Knob, ...] = tuple(KNOB_DEFS)
 PREFIX: dict[Knob, str] = {d.name: d.prefix for d in _DEFS}
 CONTROL_ARMS: dict[Knob, tuple[str, ...]] = {d.name: d.controls for d in _DEFS}
 SHIPPED_KNOBS: tuple[Knob, ...] = tuple(d.name for d in _DEFS if d.shipped)
-
-
-def knob_status() -> KnobStatus:
-    """The knob-probe table of knobs-and-arms.md: seven knobs x two models, with provenance.
-
-    The figures are probe.published's, measured once on another build; each row takes whether the
-    knob shipped and the arms the probe ran from its KnobDef. Depth and distractor were not part of
-    the probe, so they have no row (row() returns None).
-    """
-    by_name: dict[str, KnobDef] = {d.name: d for d in _DEFS}
-    rows: list[KnobStatusRow] = []
-    for name, cells in published.CELLS.items():
-        definition = by_name.get(name)
-        if definition is None:
-            raise ArmError(
-                f"the published knob probe has a row for {name!r}, which is not a knob of this "
-                f"build; valid knobs: {', '.join(KNOBS)}"
-            )
-        rows.append(
-            KnobStatusRow(
-                knob=name,
-                shipped=definition.shipped,
-                base_arm=f"{name}:{definition.prefix}{definition.levels[0]}",
-                top_arm=f"{name}:{definition.prefix}{definition.levels[-1]}",
-                control_arm=definition.controls[0] if definition.controls else None,
-                cells=cells,
-            )
-        )
-    return KnobStatus(
-        rows=tuple(rows),
-        provenance=published.PROVENANCE,
-        rule=published.RULE,
-        disclosure_phase1_check=published.DISCLOSURES[0],
-        disclosure_crash_and_rerun=published.DISCLOSURES[1],
-        disclosure_more_time=published.DISCLOSURES[2],
-    )
 
 
 def _in_words(names: list[str]) -> str:
