@@ -14,7 +14,8 @@ from typing import Any
 from poisson_tasks import supplied
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
 from poisson_tasks.calibration.comparisons import ordering_reading
-from poisson_tasks.calibration.render import render_costs
+from poisson_tasks.calibration.sections.costs import render_costs
+from poisson_tasks.calibration.sections.knob import VERDICT_TERMS, comparison_cells
 from poisson_tasks.errors import escape_controls
 from poisson_tasks.verifier import OUTCOMES
 from poisson_tasks.view.markdown import card_html, defined, inline
@@ -210,14 +211,9 @@ def _level_table(cells: Sequence[Cell]) -> str:
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
 
 
-_VERDICT = {
-    "distinguishable": "distinguishable",
-    "too_small": "too small for this design to call",
-    "left_out": "left out",
-}
-
-
 def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
+    """The adjacent pairs with the card's own cells (sections.knob.comparison_cells), beside the
+    rate each is read on, the sign test's p and a button that opens the pair side by side."""
     labels = (
         "rate",
         "pair",
@@ -231,20 +227,13 @@ def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
     head = "<tr>" + "".join(f"<th>{defined(label)}</th>" for label in labels) + "<th></th></tr>"
     rows = []
     for cmp in comparisons:
-        verdict = _VERDICT.get(cmp.verdict, cmp.verdict) + (f": {cmp.reason}" if cmp.reason else "")
-        interval = (
-            f"[{cmp.low:.3f}, {cmp.high:.3f}]"
-            if cmp.low is not None and cmp.high is not None
-            else "—"
-        )
-        pair = f"{cmp.lower}|{cmp.upper}"
+        pair, diff, interval, churn, seeds, verdict = (prose(c) for c in comparison_cells(cmp))
         rows.append(
             f'<tr class="cmp v-{_e(cmp.verdict)}"><td>{_e(cmp.rate)}</td>'
-            f"<td><code>{_e(_short(cmp.lower))}</code> → <code>{_e(_short(cmp.upper))}</code></td>"
-            f"<td>{_fmt(cmp.diff)}</td><td>{interval}</td><td>{_fmt(cmp.churn)}</td>"
-            f"<td>{cmp.pairs_used}</td><td>{_fmt(cmp.sign_p)}</td>"
-            f"<td>{defined(_VERDICT.get(cmp.verdict, cmp.verdict), _e(verdict))}</td>"
-            f'<td><button class=pair data-pair="{_e(pair)}">side by side</button></td></tr>'
+            f"<td>{pair}</td><td>{diff}</td><td>{interval}</td><td>{churn}</td><td>{seeds}</td>"
+            f"<td>{_fmt(cmp.sign_p)}</td><td>{defined(VERDICT_TERMS[cmp.verdict], verdict)}</td>"
+            f'<td><button class=pair data-pair="{_e(f"{cmp.lower}|{cmp.upper}")}">side by side'
+            "</button></td></tr>"
         )
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
 
