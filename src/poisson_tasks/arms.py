@@ -59,6 +59,7 @@ class KnobDef:
     every arm id of the knob ends with. shipped: the knob probe shipped it; published: a knob of
     the published cards; experimental: it did not make tasks harder on either calibrated model.
     gap_reason: why a level between two valid ranges has no task ({level} is filled in).
+    also_called: the knob's other name, which a card's "experimental" line prints beside it.
     """
 
     name: Knob
@@ -76,6 +77,7 @@ class KnobDef:
     published: bool = False
     experimental: bool = False
     gap_reason: str = ""
+    also_called: str = ""
 
     def level_ok(self, level: int) -> bool:
         return any(lo <= level <= hi for lo, hi in self.valid)
@@ -105,6 +107,7 @@ _DEFS: tuple[KnobDef, ...] = (
         suffix=f"@k{DISTRACTOR_BLOCK}",
         published=True,
         experimental=True,
+        also_called="the decoy-tools dial",
     ),
     KnobDef(
         name="similarity",
