@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -723,3 +724,29 @@ def test_knobs_says_any_valid_level_is_an_arm() -> None:
         spec = parse_arm_id(example.group(1))
         assert spec.knob == knob and spec.level not in levels(knob)
         generate(example.group(1), 0)  # an arm outside the candidates generates
+
+
+_NAME_SWITCH = re.compile(
+    r"knob\s*(?:==|!=)\s*\"(?:" + "|".join(KNOBS) + r")\""
+    r"|knob\s+(?:not\s+)?in\s+[A-Z_]+_KNOBS\b"
+    r"|frozenset\(\{\"(?:" + "|".join(KNOBS) + r")\""
+)
+
+
+def test_knob_behaviour_is_switched_on_knobdef_fields_not_on_names() -> None:
+    """What a knob does outside its generator module is a KnobDef field (read_on, overshoots,
+    probe_control, schema_changes, filler_control), never an if on the knob's name (issue 35). The
+    depth note, which is about depth alone, is the one place a card names a knob."""
+    root = Path(__file__).resolve().parent.parent / "src" / "poisson_tasks"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "arms.py" or rel.startswith("generator/"):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if (
+                _NAME_SWITCH.search(line)
+                and 'c.knob == "depth" and c.level == TOP_DEPTH' not in line
+            ):
+                found.append(f"{rel}:{number}: {line.strip()}")
+    assert found == []

@@ -30,6 +30,7 @@ Split = Literal["eval", "train"]
 
 GENERATOR_VERSION = "2"
 DISTRACTOR_BLOCK = 16
+DEPTH_TOP = 8  # the deepest level: its goal is the ladder's top stage, so nothing lies above it
 _BASE_TURNS = 3  # two chained stage calls plus the reply turn
 
 # Bounds no spec range gives. History below HISTORY_MIN (but above 0) has no task: no seeded
@@ -47,6 +48,10 @@ def _base_turns(level: int) -> int:
     return _BASE_TURNS
 
 
+def _never(level: int) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class KnobDef:
     """Everything the design says about one knob; every knob table of this package derives from it.
@@ -60,6 +65,14 @@ class KnobDef:
     the published cards; experimental: it did not make tasks harder on either calibrated model.
     gap_reason: why a level between two valid ranges has no task ({level} is filled in).
     also_called: the knob's other name, which a card's "experimental" line prints beside it.
+    read_on: the rate a card reads the knob on (depth: leaky, reaching the goal; its strict rate is
+    compared as well). overshoots: whether a level's block offers the stage above the goal, so a
+    model can carry the record past it. probe_control: how the knob probe reads the control arm
+    (`drop`: the drop must also show from the control to the top; `length`: the base less the
+    length control must stay small; None: a control's difference is reported and decides nothing). schema_changes: the knob changes the stage tools' schemas, so
+    pin N4 holds the block's names, order and read tools rather than every byte. filler_control:
+    its control arm matches the longer arm's length with filler at the end of the system prompt
+    (pin N3 allows a filler there and nowhere else).
     """
 
     name: Knob
@@ -78,6 +91,11 @@ class KnobDef:
     experimental: bool = False
     gap_reason: str = ""
     also_called: str = ""
+    read_on: Strictness = "strict"
+    overshoots: Callable[[int], bool] = _never
+    probe_control: Literal["drop", "length"] | None = None
+    schema_changes: bool = False
+    filler_control: bool = False
 
     def level_ok(self, level: int) -> bool:
         return any(lo <= level <= hi for lo, hi in self.valid)
@@ -88,13 +106,15 @@ _DEFS: tuple[KnobDef, ...] = (
         name="depth",
         prefix="d",
         varies="how many chained stage calls the goal is away",
-        levels=(1, 2, 3, 5, 8),
-        valid=((1, 8),),
-        valid_text="1 to 8",
+        levels=(1, 2, 3, 5, DEPTH_TOP),
+        valid=((1, DEPTH_TOP),),
+        valid_text=f"1 to {DEPTH_TOP}",
         controls=("depth:d1+h8", "depth:d2+h5"),
         control_form="h",
         turns=lambda level: level + 1,
         published=True,
+        read_on="leaky",
+        overshoots=lambda level: level < DEPTH_TOP,
     ),
     KnobDef(
         name="distractor",
@@ -108,6 +128,7 @@ _DEFS: tuple[KnobDef, ...] = (
         published=True,
         experimental=True,
         also_called="the decoy-tools dial",
+        filler_control=True,
     ),
     KnobDef(
         name="similarity",
@@ -130,6 +151,7 @@ _DEFS: tuple[KnobDef, ...] = (
         controls=("faults:f0+len(f4)",),
         turns=lambda level: _BASE_TURNS + level,
         shipped=True,
+        probe_control="drop",
     ),
     KnobDef(
         name="history",
@@ -152,6 +174,8 @@ _DEFS: tuple[KnobDef, ...] = (
         valid=((8, 258),),
         valid_text="8 to 258",
         controls=("block:k8+len(k64)",),
+        probe_control="drop",
+        filler_control=True,
     ),
     KnobDef(
         name="arguments",
@@ -161,6 +185,8 @@ _DEFS: tuple[KnobDef, ...] = (
         valid=((2, 8),),
         valid_text="2 to 8",
         controls=("arguments:a2+len(a8)",),
+        probe_control="drop",
+        schema_changes=True,
     ),
     KnobDef(
         name="shape",
@@ -172,6 +198,8 @@ _DEFS: tuple[KnobDef, ...] = (
         controls=("shape:w1+len(w4)",),
         turns=lambda level: 5,
         shipped=True,
+        overshoots=lambda level: level > 1,
+        probe_control="length",
     ),
     KnobDef(
         name="spread",
@@ -192,6 +220,14 @@ KNOBS: tuple[Knob, ...] = tuple(KNOB_DEFS)
 PREFIX: dict[Knob, str] = {d.name: d.prefix for d in _DEFS}
 CONTROL_ARMS: dict[Knob, tuple[str, ...]] = {d.name: d.controls for d in _DEFS}
 SHIPPED_KNOBS: tuple[Knob, ...] = tuple(d.name for d in _DEFS if d.shipped)
+
+
+def knob_def(name: str) -> KnobDef:
+    """The definition of the knob called `name` (a knob name read as text: a card's, a contrast's)."""
+    for definition in _DEFS:
+        if definition.name == name:
+            return definition
+    raise ArmError(f"knob {name!r} is unknown; valid knobs: {', '.join(KNOBS)}")
 
 
 def _in_words(names: list[str]) -> str:

@@ -66,15 +66,15 @@ def _ordering(ordering: Ordering) -> str:
 
 
 def knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
-    depth = table.knob == "depth"
+    leaky_too = table.read_on == "leaky"  # read on leaky (depth): strict is compared as well
     cells = [artifact.cell(arm) for arm in table.levels]
     title = f"## `{table.knob}`: one row per level (read on {table.read_on} pass@1)"
     out = ["", title, ""]
     out += md_table(
-        level_columns(artifact.thresholds.confidence), [level_row(c, depth) for c in cells]
+        level_columns(artifact.thresholds.confidence), [level_row(c, leaky_too) for c in cells]
     )
     out += outcome_table(cells, f"### `{table.knob}`: how each level's episodes ended")
-    rates = ("leaky", "strict") if depth else ("strict",)
+    rates = ("leaky", "strict") if leaky_too else ("strict",)
     for rate in rates:
         comps = [c for c in table.comparisons if c.rate == rate]
         out += ["", f"### `{table.knob}`: adjacent levels on {rate} pass@1", ""]

@@ -80,11 +80,11 @@ def _pass_hat(cell: Cell, attempts: int) -> str:
     return NA
 
 
-def _saturated(cell: Cell, depth: bool) -> str:
+def _saturated(cell: Cell, leaky_too: bool) -> str:
     if cell.saturated_strict is None:
         return NA
     strict = "yes" if cell.saturated_strict else "no"
-    if not depth:
+    if not leaky_too:
         return strict
     return f"strict {strict}, leaky {'yes' if cell.saturated_leaky else 'no'}"
 
@@ -94,7 +94,7 @@ def instrument_text(cell: Cell) -> str:
     return "0" if instrument.count == 0 else f"{instrument.count} ({rate_text(instrument.rate)})"
 
 
-def _published_row(cell: Cell, depth: bool) -> list[str]:
+def _published_row(cell: Cell, leaky_too: bool) -> list[str]:
     return [
         f"`{short_arm(cell.arm_id)}`",
         rate_text(cell.strict.pass_at_1 if cell.strict else None),
@@ -110,7 +110,7 @@ def _published_row(cell: Cell, depth: bool) -> list[str]:
         str(cell.min_calls),
         rate_text(cell.no_tool_call),
         rate_text(cell.stopped_short),
-        _saturated(cell, depth),
+        _saturated(cell, leaky_too),
         instrument_text(cell),
         "yes" if cell.incomplete else "no",
     ]
@@ -126,8 +126,8 @@ def _withheld_row(cell: Cell) -> list[str]:
     return row
 
 
-def level_row(cell: Cell, depth: bool) -> list[str]:
-    return _published_row(cell, depth) if cell.published else _withheld_row(cell)
+def level_row(cell: Cell, leaky_too: bool) -> list[str]:
+    return _published_row(cell, leaky_too) if cell.published else _withheld_row(cell)
 
 
 # The scored outcomes, best first: the verifier's closed vocabulary in reverse priority order.
