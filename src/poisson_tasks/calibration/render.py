@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from poisson_tasks.calibration.artifact import Artifact
+from poisson_tasks.calibration.sections.closing import closing_section
 from poisson_tasks.calibration.sections.costs import cost_sections
 from poisson_tasks.calibration.sections.knob import controls_section, knob_section
 from poisson_tasks.calibration.sections.opening import banner_lines, summary_lines
@@ -51,16 +52,6 @@ def _reproducibility(artifact: Artifact) -> list[str]:
     return reproducibility_lines(artifact.reproducibility, artifact.thresholds.confidence)
 
 
-def _closing(artifact: Artifact) -> list[str]:
-    statements = artifact.statements
-    out = ["", "## What this card is", "", statements.what_it_is]
-    out += ["", "## What this card does not claim", ""]
-    out += [f"- {c.text}" for c in statements.does_not_claim]
-    if statements.depth_note:
-        out += ["", "## How depth is read", "", statements.depth_note]
-    return out
-
-
 # The card, top to bottom: each entry returns its section's lines.
 SECTIONS: tuple[Section, ...] = (
     _title,
@@ -70,7 +61,7 @@ SECTIONS: tuple[Section, ...] = (
     pins_section,
     _reproducibility,
     provenance_section,
-    _closing,
+    closing_section,
 )
 
 

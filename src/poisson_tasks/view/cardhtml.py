@@ -14,8 +14,19 @@ from typing import Any
 from poisson_tasks import supplied
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
 from poisson_tasks.calibration.comparisons import ordering_reading
+from poisson_tasks.calibration.sections.closing import (
+    DEPTH_TITLE,
+    NOT_CLAIMED_TITLE,
+    WHAT_IT_IS_TITLE,
+)
 from poisson_tasks.calibration.sections.costs import render_costs
-from poisson_tasks.calibration.sections.knob import VERDICT_TERMS, comparison_cells
+from poisson_tasks.calibration.sections.knob import (
+    CONTROLS_NOTE,
+    CONTROLS_TITLE,
+    VERDICT_TERMS,
+    comparison_cells,
+    ordering_words,
+)
 from poisson_tasks.errors import escape_controls
 from poisson_tasks.verifier import OUTCOMES
 from poisson_tasks.view.markdown import card_html, defined, inline
@@ -243,9 +254,9 @@ def _ordering(table: KnobTable) -> str:
     for ordering in (table.ordering_strict, table.ordering_leaky):
         if ordering is None:
             continue
+        question, verdict = ordering_words(ordering)
         lines.append(
-            f"<li>{_e(ordering.rate)} pass@1 non-increasing across the levels: "
-            f"<strong>{_e(ordering.verdict.replace('_', ' '))}</strong>"
+            f"<li>{_e(question)}: <strong>{_e(verdict)}</strong>"
             + (
                 ""
                 if ordering.verdict == "single_level"
@@ -273,10 +284,8 @@ def _controls(artifact: Artifact) -> str:
         return ""
     cells = [artifact.cell(arm) for arm in artifact.controls]
     return (
-        "<section id=controls><h2>Control arms</h2><p class=dim>Each control arm separates a knob "
-        "from something that travels with it. They are not levels, and no comparison or ordering "
-        "reads them; “side by side” shows one beside the level it keeps and the level whose length "
-        "it adds.</p>"
+        f"<section id=controls><h2>{_e(CONTROLS_TITLE)}</h2><p class=dim>{prose(CONTROLS_NOTE)} "
+        "“Side by side” shows one beside the level it keeps and the level whose length it adds.</p>"
         f"{plot(cells, 'control arms: pass@1')}{_level_table(cells)}</section>"
     )
 
@@ -289,10 +298,10 @@ def _costs(artifact: Artifact) -> str:
 def _statements(artifact: Artifact) -> str:
     st = artifact.statements
     claims = "".join(f'<li data-key="{_e(c.key)}">{prose(c.text)}</li>' for c in st.does_not_claim)
-    depth = f"<h3>How depth is read</h3><p>{prose(st.depth_note)}</p>" if st.depth_note else ""
+    depth = f"<h3>{DEPTH_TITLE}</h3><p>{prose(st.depth_note)}</p>" if st.depth_note else ""
     return (
-        f"<section id=statements><h2>What this card is</h2><p>{prose(st.what_it_is)}</p>"
-        f"<h2>What this card does not claim</h2><ul class=claims>{claims}</ul>{depth}</section>"
+        f"<section id=statements><h2>{WHAT_IT_IS_TITLE}</h2><p>{prose(st.what_it_is)}</p>"
+        f"<h2>{NOT_CLAIMED_TITLE}</h2><ul class=claims>{claims}</ul>{depth}</section>"
     )
 
 

@@ -11,10 +11,13 @@ from poisson_tasks.calibration.sections.levels import level_columns, level_row, 
 from poisson_tasks.calibration.sections.text import NA, md_table, percent, rate_text, short_arm
 
 __all__ = [
+    "CONTROLS_NOTE",
+    "CONTROLS_TITLE",
     "VERDICT_TERMS",
     "comparison_cells",
     "controls_section",
     "knob_section",
+    "ordering_words",
     "render_knob",
     "verdict_text",
 ]
@@ -57,12 +60,17 @@ def comparison_cells(comparison: Comparison) -> list[str]:
     ]
 
 
-def _ordering(ordering: Ordering) -> str:
-    verdict = ordering.verdict.replace("_", " ")
+def ordering_words(ordering: Ordering) -> tuple[str, str]:
+    """An ordering's question and its verdict in words; card.md and the view print both."""
     return (
-        f"{ordering.rate.capitalize()} pass@1 non-increasing across the levels: {verdict} "
-        f"({ordering_reading(ordering)})."
+        f"{ordering.rate} pass@1 non-increasing across the levels",
+        ordering.verdict.replace("_", " "),
     )
+
+
+def _ordering(ordering: Ordering) -> str:
+    question, verdict = ordering_words(ordering)
+    return f"{question.capitalize()}: {verdict} ({ordering_reading(ordering)})."
 
 
 def knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
@@ -112,18 +120,18 @@ def render_knob(artifact: Artifact, knob: str) -> str:
     raise KeyError(f"the card has no knob {knob!r}")
 
 
+CONTROLS_TITLE = "Control arms"
+CONTROLS_NOTE = (
+    "Each control arm separates a knob from something that travels with it (history, "
+    "block or prompt length). They are not levels, and no comparison or ordering reads them."
+)
+
+
 def controls_section(artifact: Artifact) -> list[str]:
     if not artifact.controls:
         return []
-    out = [
-        "",
-        "## Control arms",
-        "",
-        "Each control arm separates a knob from something that travels with it (history, "
-        "block or prompt length). They are not levels, and no comparison or ordering reads them.",
-        "",
-    ]
+    out = ["", f"## {CONTROLS_TITLE}", "", CONTROLS_NOTE, ""]
     header = level_columns(artifact.thresholds.confidence)
     cells = [artifact.cell(arm) for arm in artifact.controls]
     out += md_table(header, [level_row(cell, False) for cell in cells])
-    return out + outcome_table(cells, "### Control arms: how each arm's episodes ended")
+    return out + outcome_table(cells, f"### {CONTROLS_TITLE}: how each arm's episodes ended")
