@@ -398,6 +398,10 @@ def test_the_comparison_rows_show_the_cards_own_cells(small: Path) -> None:
     ]
     markdown = render_knob(card, table.knob)
     md_rows = [line for line in markdown.splitlines() if line.startswith("|") and "→" in line]
+    md_head = next(line for line in markdown.splitlines() if line.startswith("| pair |"))
+    page_head = html.unescape(re.sub(r"<[^>]+>", "|", page.split('<tr class="cmp', 1)[0]))
+    for label in md_head.strip("| ").split(" | "):
+        assert f"|{label}|" in page_head, label
     assert len(rows) == len(md_rows) == 2 + len(rest)
     for md_row in md_rows:
         cells = [c.strip().replace("`", "") for c in md_row.strip("|").split(" | ")]

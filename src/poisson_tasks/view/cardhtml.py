@@ -25,6 +25,7 @@ from poisson_tasks.calibration.sections.knob import (
     CONTROLS_TITLE,
     VERDICT_TERMS,
     comparison_cells,
+    comparison_columns,
     ordering_words,
 )
 from poisson_tasks.errors import escape_controls
@@ -222,19 +223,11 @@ def _level_table(cells: Sequence[Cell]) -> str:
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
 
 
-def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
-    """The adjacent pairs with the card's own cells (sections.knob.comparison_cells), beside the
-    rate each is read on, the sign test's p and a button that opens the pair side by side."""
-    labels = (
-        "rate",
-        "pair",
-        "difference (lower − upper)",
-        "paired interval",
-        "churn",
-        "seeds",
-        "sign test p",
-        "verdict",
-    )
+def _comparison_rows(comparisons: Sequence[Comparison], confidence: float) -> str:
+    """The adjacent pairs with the card's own columns and cells (sections.knob), beside the rate
+    each is read on, the sign test's p and a button that opens the pair side by side."""
+    *columns, verdict_column = comparison_columns(confidence)
+    labels = ("rate", *columns, "sign test p", verdict_column)
     head = "<tr>" + "".join(f"<th>{defined(label)}</th>" for label in labels) + "<th></th></tr>"
     rows = []
     for cmp in comparisons:
@@ -275,7 +268,8 @@ def _knob(artifact: Artifact, table: KnobTable) -> str:
         f'<section class=knob id="knob-{_e(table.knob)}"><h2><code>{_e(table.knob)}</code> '
         f"<span class=dim>read on {_e(table.read_on)} pass@1</span></h2>"
         f"{plot(cells, title, table.read_on)}{_level_table(cells)}"
-        f"<h3>Adjacent levels</h3>{_comparison_rows(read_first)}{_ordering(table)}</section>"
+        f"<h3>Adjacent levels</h3>{_comparison_rows(read_first, artifact.thresholds.confidence)}"
+        f"{_ordering(table)}</section>"
     )
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "CONTROLS_TITLE",
     "VERDICT_TERMS",
     "comparison_cells",
+    "comparison_columns",
     "controls_section",
     "knob_section",
     "ordering_words",
@@ -40,6 +41,18 @@ def verdict_text(comparison: Comparison) -> str:
         return term + (f" ({comparison.reason})" if comparison.reason else "")
     direction = "falls" if (comparison.diff or 0.0) > 0 else "rises"
     return f"{term} (the rate {direction} at `{short_arm(comparison.upper)}`)"
+
+
+def comparison_columns(confidence: float) -> tuple[str, ...]:
+    """The header of `comparison_cells`, with the card's own confidence level."""
+    return (
+        "pair",
+        "difference (lower − upper)",
+        f"paired {percent(confidence)} interval",
+        "churn",
+        "seeds",
+        "verdict",
+    )
 
 
 def comparison_cells(comparison: Comparison) -> list[str]:
@@ -90,14 +103,7 @@ def knob_section(artifact: Artifact, table: KnobTable) -> list[str]:
             out.append("One level only: nothing to compare.")
             continue
         out += md_table(
-            (
-                "pair",
-                "difference (lower − upper)",
-                f"paired {percent(artifact.thresholds.confidence)} interval",
-                "churn",
-                "seeds",
-                "verdict",
-            ),
+            comparison_columns(artifact.thresholds.confidence),
             [comparison_cells(c) for c in comps],
         )
     if table.ordering_strict.verdict == "single_level":
