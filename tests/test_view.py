@@ -408,3 +408,15 @@ def test_the_comparison_rows_show_the_cards_own_cells(small: Path) -> None:
         assert any(all(c in row for c in cells) for row in rows), (cells, rows)
     assert "n/a" in rows[0] and "—" not in rows[0]
     assert "left out: d1 is saturated" in rows[1]
+
+
+def test_a_missing_figure_reads_as_on_the_card(small: Path) -> None:
+    """A rate with nothing to rate reads `n/a` in the view's level table, as card.md prints it."""
+    card = card_from_run(small)
+    cell = card.cells[0].model_copy(update={"overshoot": None, "leaky": None})
+    card = card.model_copy(update={"cells": [cell, *card.cells[1:]]})
+    page = card_sections(card)
+    row = re.search(rf'<tr class=cellrow data-arm="{re.escape(cell.arm_id)}">.*?</tr>', page)
+    assert row is not None
+    text = html.unescape(re.sub(r"<[^>]+>", "|", row[0]))
+    assert "|n/a|" in text and "—" not in text

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from poisson_tasks.arms import KNOB_DEFS, levels, parse_arm_id
+from poisson_tasks.arms import DEPTH_TOP, KNOB_DEFS, parse_arm_id
 from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, PublishedFacts, Statements
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
@@ -23,7 +23,7 @@ from poisson_tasks.runfolder import stop_words
 from poisson_tasks.supplied import markdown, markdown_code
 
 PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
-TOP_DEPTH = max(levels("depth"))
+TOP_DEPTH = DEPTH_TOP
 
 __all__ = [
     "PUBLISHED_DESIGN_TASKS",

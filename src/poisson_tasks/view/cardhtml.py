@@ -3,7 +3,9 @@
 Every figure here is read from the Artifact, the object card.md is rendered from; nothing is
 computed again. Fields this page does not lay out by name (a section a later card adds) are shown
 by `tree`, which renders any JSON value, so a new field of the Artifact appears without code here.
-Every string is escaped: a model's name or a server's words are text, never markup.
+Every string is escaped: a model's name or a server's words are text, never markup. What card.md
+prints too (a pair's cells and columns, the verdict and ordering words, headings, `n/a` and the
+three-decimal precision) is imported from calibration/sections, never written here again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from poisson_tasks.calibration.sections.knob import (
     comparison_columns,
     ordering_words,
 )
+from poisson_tasks.calibration.sections.text import NA, rate_text
 from poisson_tasks.errors import escape_controls
 from poisson_tasks.verifier import OUTCOMES
 from poisson_tasks.view.markdown import card_html, defined, inline
@@ -196,7 +199,7 @@ def outcome_bar(outcomes: dict[str, int]) -> str:
 
 def _rate(fig: RateFigure | None) -> str:
     if fig is None:
-        return "<span class=dim>—</span>"
+        return f"<span class=dim>{NA}</span>"
     few = ' <span class=few title="fewer than 15 passes or failures">few events</span>'
     return f"{fig.pass_at_1:.3f} <span class=dim>[{fig.low:.3f}, {fig.high:.3f}]</span>" + (
         few if fig.few_events else ""
@@ -217,7 +220,7 @@ def _level_table(cells: Sequence[Cell]) -> str:
             f'<tr class=cellrow data-arm="{_e(cell.arm_id)}">'
             f'<td><button class=open data-arm="{_e(cell.arm_id)}">{_e(cell.arm_id)}</button></td>'
             f"<td>{cell.episodes}</td><td>{_rate(cell.strict)}</td><td>{_rate(cell.leaky)}</td>"
-            f"<td>{_fmt(cell.overshoot)}</td><td>{outcome_bar(cell.outcomes)}</td>"
+            f"<td>{rate_text(cell.overshoot)}</td><td>{outcome_bar(cell.outcomes)}</td>"
             f"<td>{_e(note)}</td></tr>"
         )
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
@@ -235,7 +238,7 @@ def _comparison_rows(comparisons: Sequence[Comparison], confidence: float) -> st
         rows.append(
             f'<tr class="cmp v-{_e(cmp.verdict)}"><td>{_e(cmp.rate)}</td>'
             f"<td>{pair}</td><td>{diff}</td><td>{interval}</td><td>{churn}</td><td>{seeds}</td>"
-            f"<td>{_fmt(cmp.sign_p)}</td><td>{defined(VERDICT_TERMS[cmp.verdict], verdict)}</td>"
+            f"<td>{rate_text(cmp.sign_p)}</td><td>{defined(VERDICT_TERMS[cmp.verdict], verdict)}</td>"
             f'<td><button class=pair data-pair="{_e(f"{cmp.lower}|{cmp.upper}")}">side by side'
             "</button></td></tr>"
         )
