@@ -22,7 +22,7 @@ from poisson_tasks.calibration import card_json, read_card_json
 from poisson_tasks.calibration.artifact import Artifact
 from poisson_tasks.calibration.output import CARD_JSON
 from poisson_tasks.calibration.published import PUBLISHED_DIR
-from poisson_tasks.calibration.render import render_knob
+from poisson_tasks.calibration.sections.knob import render_knob
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(

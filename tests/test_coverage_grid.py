@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+import coverage_sim  # benchmarks/ is on pytest's pythonpath (pyproject.toml)
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # coverage_sim prints through benchmarks/common.py
-_spec = importlib.util.spec_from_file_location(
-    "coverage_sim", ROOT / "benchmarks" / "coverage_sim.py"
-)
-assert _spec and _spec.loader
-coverage_sim = importlib.util.module_from_spec(_spec)
-sys.modules["coverage_sim"] = coverage_sim  # its dataclasses look their module up by name
-_spec.loader.exec_module(coverage_sim)
 
 
 @pytest.mark.slow

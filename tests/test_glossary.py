@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.artifact import FirstDifference, ReplayShare, Reproducibility
 from poisson_tasks.calibration.published import rebuild_published
-from poisson_tasks.calibration.render import reproducibility_lines
+from poisson_tasks.calibration.sections.replay import reproducibility_lines
 from poisson_tasks.cli import app
 from poisson_tasks.glossary import GLOSSARY_PAGE, POINTER, TERMS, glossary_markdown, lookup
 

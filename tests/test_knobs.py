@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,6 @@ from poisson_tasks.arms import (
     SHIPPED_KNOBS,
     ArmSpec,
     all_arms,
-    knob_status,
     levels,
     parse_arm_id,
 )
@@ -34,6 +34,7 @@ from poisson_tasks.generator.faults import failed_exchanges, failed_messages
 from poisson_tasks.generator.scenario import READ_NAMES, draw_scenario
 from poisson_tasks.generator.similarity import lookalike_numbers
 from poisson_tasks.generator.tools import block_tokens, stage_tool, stage_tool_name
+from poisson_tasks.knobtable import knob_status
 from poisson_tasks.probe import published
 from poisson_tasks.probe.figures import ProbeCell
 from poisson_tasks.tokens import count_tokens
@@ -591,10 +592,12 @@ def test_knob_status_is_the_published_table() -> None:
     assert status.row("history").top_arm == "history:t2400"  # type: ignore[union-attr]
 
 
-def test_knob_status_is_at_the_specs_path_in_a_fresh_process() -> None:
-    """knobs-and-arms.md names poisson_tasks.arms.knob_status(); issue 22 names this very line."""
+def test_knob_status_imports_in_a_fresh_process() -> None:
+    """knobtable.knob_status() (the spec's arms.knob_status, moved above arms by issue 35) imports
+    beside the calibration package with no cycle; issue 22 named this very line."""
     script = (
-        "from poisson_tasks.arms import knob_status; from poisson_tasks.calibration import run_arm\n"
+        "from poisson_tasks.knobtable import knob_status\n"
+        "from poisson_tasks.calibration import run_arm\n"
         "print(len(knob_status().rows))\n"
     )
     res = subprocess.run(
@@ -605,7 +608,7 @@ def test_knob_status_is_at_the_specs_path_in_a_fresh_process() -> None:
 
 
 def test_the_published_figures_import_no_arms() -> None:
-    """probe.published sits below arms (one definition of the table, in arms, and no cycle)."""
+    """probe.published imports no arms (the table is joined in knobtable, and no cycle)."""
     script = (
         "import sys\nimport poisson_tasks.probe.published\n"
         "print('poisson_tasks.arms' in sys.modules)\n"
@@ -613,6 +616,18 @@ def test_the_published_figures_import_no_arms() -> None:
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert res.stdout.split() == ["False"]
     assert not hasattr(published, "knob_status")
+
+
+def test_the_generator_hash_files_load_no_probe_code() -> None:
+    """arms.py is in the generator hash: it and a generated task import nothing of the probe, so
+    rewording the probe's report changes no task id and makes no card stale (issue 35)."""
+    script = (
+        "import sys\nfrom poisson_tasks.generator import generate\n"
+        "generate('faults:f2', 3)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('poisson_tasks.probe')))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert res.stdout.split() == ["[]"]
 
 
 def test_a_published_row_for_an_unknown_knob_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -709,3 +724,29 @@ def test_knobs_says_any_valid_level_is_an_arm() -> None:
         spec = parse_arm_id(example.group(1))
         assert spec.knob == knob and spec.level not in levels(knob)
         generate(example.group(1), 0)  # an arm outside the candidates generates
+
+
+_NAME_SWITCH = re.compile(
+    r"knob\s*(?:==|!=)\s*\"(?:" + "|".join(KNOBS) + r")\""
+    r"|knob\s+(?:not\s+)?in\s+[A-Z_]+_KNOBS\b"
+    r"|frozenset\(\{\"(?:" + "|".join(KNOBS) + r")\""
+)
+
+
+def test_knob_behaviour_is_switched_on_knobdef_fields_not_on_names() -> None:
+    """What a knob does outside its generator module is a KnobDef field (read_on, overshoots,
+    probe_control, schema_changes, filler_control), never an if on the knob's name (issue 35). The
+    depth note, which is about depth alone, is the one place a card names a knob."""
+    root = Path(__file__).resolve().parent.parent / "src" / "poisson_tasks"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "arms.py" or rel.startswith("generator/"):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if (
+                _NAME_SWITCH.search(line)
+                and 'c.knob == "depth" and c.level == TOP_DEPTH' not in line
+            ):
+                found.append(f"{rel}:{number}: {line.strip()}")
+    assert found == []

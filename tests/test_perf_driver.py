@@ -3,26 +3,14 @@ RESULTS.md (only between a block's markers)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
+import common  # benchmarks/ is on pytest's pythonpath (pyproject.toml), as for a script there
+import perf
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-
-
-def _driver() -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))  # as when run as a script: common.py beside it
-    spec = importlib.util.spec_from_file_location("perf_driver", BENCHMARKS / "perf.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["perf_driver"] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 ROW = {
@@ -37,9 +25,6 @@ ROW = {
 
 
 def test_table_spells_out_met_and_escapes_pipes() -> None:
-    _driver()
-    import common
-
     lines = common.rows_table([ROW, {**ROW, "met": True}]).splitlines()
     assert lines[0].startswith("| stage | now | anchor | target |")
     assert lines[1] == "|---|---|---|---|---|---|---|"
@@ -48,7 +33,7 @@ def test_table_spells_out_met_and_escapes_pipes() -> None:
 
 
 def test_every_block_has_its_markers_and_its_script() -> None:
-    driver = _driver()
+    driver = perf
     results = (BENCHMARKS / "RESULTS.md").read_text(encoding="utf-8")
     for name, block in driver.BLOCKS.items():
         start, stop = results.find(driver.begin(name)), results.find(driver.end(name))
@@ -60,7 +45,7 @@ def test_every_block_has_its_markers_and_its_script() -> None:
 
 
 def test_a_block_is_rewritten_and_nothing_else(tmp_path: Path) -> None:
-    driver = _driver()
+    driver = perf
     text = (
         "# Measured\n\n## Cards (issue 5)\n\nprose before\n\n"
         f"{driver.begin('cards')}\nold table\n{driver.end('cards')}\n\nprose after\n\n"
@@ -74,6 +59,6 @@ def test_a_block_is_rewritten_and_nothing_else(tmp_path: Path) -> None:
 
 
 def test_targets_text_counts_the_targets_met_and_lists_failures() -> None:
-    text = _driver().targets_text([ROW], ["perf_x.py exited 1: boom"])
+    text = perf.targets_text([ROW], ["perf_x.py exited 1: boom"])
     assert "**0 of 1 targets met.**" in text
     assert "- perf_x.py exited 1: boom" in text

@@ -22,8 +22,8 @@ from test_runner import prereg
 from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.artifact import ReplayShare
 from poisson_tasks.calibration.cardjson import card_json, read_card_json
-from poisson_tasks.calibration.render import NOT_REPLAYED
 from poisson_tasks.calibration.reproducibility import first_difference, flip_reading, same_messages
+from poisson_tasks.calibration.sections.replay import NOT_REPLAYED
 from poisson_tasks.cli import run_cli
 from poisson_tasks.errors import ReplayError, RunFolderError
 from poisson_tasks.prereg import Slot, describe_plan, load_preregistration

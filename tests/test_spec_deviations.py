@@ -72,8 +72,9 @@ def test_the_paths_it_says_differ_still_differ() -> None:
     assert not hasattr(importlib.import_module("poisson_tasks.verifier"), "Verdict")
 
 
-def test_the_page_no_longer_lists_a_path_the_build_now_has() -> None:
-    """arms.knob_status() is at the spec's path (issue 22 item 5), so it is no departure."""
-    assert hasattr(importlib.import_module("poisson_tasks.arms"), "knob_status")
+def test_the_knob_status_departure_still_holds() -> None:
+    """The table left arms.py for knobtable.py (issue 35); the page says so, and it is still true."""
+    assert not hasattr(importlib.import_module("poisson_tasks.arms"), "knob_status")
+    assert hasattr(importlib.import_module("poisson_tasks.knobtable"), "knob_status")
     titles = " ".join(s.splitlines()[0] for s in _departures())
-    assert "knob_status" not in titles
+    assert "knob_status" in titles

@@ -27,9 +27,11 @@ from view_runs import small_run
 
 import poisson_tasks.view
 from poisson_tasks.calibration import card_from_run
+from poisson_tasks.calibration.sections.knob import render_knob
 from poisson_tasks.cli import app
 from poisson_tasks.generator import generate
 from poisson_tasks.view import build_view, write_view
+from poisson_tasks.view.cardhtml import card_sections
 from poisson_tasks.view.diverge import first_divergence, task_changes
 from poisson_tasks.view.markdown import card_html
 from poisson_tasks.view.packing import escaped_json
@@ -377,3 +379,44 @@ def test_terms_carry_their_definition_and_the_page_holds_the_glossary(small_page
     assert all(f">{html.escape(t.name)}</dt>" in section for t in TERMS)
     assert "<a href=#glossary>glossary</a>" in text  # linked from the page's header
     assert "<p class=cantell><strong>What this card can tell.</strong>" in text
+
+
+def test_the_comparison_rows_show_the_cards_own_cells(small: Path) -> None:
+    """The view's adjacent-level table and card.md print the same cells, verdict words and `n/a`
+    for a missing interval included (issue 35: the two tables used to word them apart)."""
+    card = card_from_run(small)
+    table = card.knobs[0]
+    first, *rest = table.comparisons
+    missing = first.model_copy(update={"low": None, "high": None, "diff": None})
+    left_out = first.model_copy(update={"verdict": "left_out", "reason": "d1 is saturated"})
+    table = table.model_copy(update={"comparisons": [missing, left_out, *rest]})
+    card = card.model_copy(update={"knobs": [table, *card.knobs[1:]]})
+    page = card_sections(card)
+    rows = [
+        html.unescape(re.sub(r"<[^>]+>", "", row))
+        for row in re.findall(r'<tr class="cmp .*?</tr>', page)
+    ]
+    markdown = render_knob(card, table.knob)
+    md_rows = [line for line in markdown.splitlines() if line.startswith("|") and "→" in line]
+    md_head = next(line for line in markdown.splitlines() if line.startswith("| pair |"))
+    page_head = html.unescape(re.sub(r"<[^>]+>", "|", page.split('<tr class="cmp', 1)[0]))
+    for label in md_head.strip("| ").split(" | "):
+        assert f"|{label}|" in page_head, label
+    assert len(rows) == len(md_rows) == 2 + len(rest)
+    for md_row in md_rows:
+        cells = [c.strip().replace("`", "") for c in md_row.strip("|").split(" | ")]
+        assert any(all(c in row for c in cells) for row in rows), (cells, rows)
+    assert "n/a" in rows[0] and "—" not in rows[0]
+    assert "left out: d1 is saturated" in rows[1]
+
+
+def test_a_missing_figure_reads_as_on_the_card(small: Path) -> None:
+    """A rate with nothing to rate reads `n/a` in the view's level table, as card.md prints it."""
+    card = card_from_run(small)
+    cell = card.cells[0].model_copy(update={"overshoot": None, "leaky": None})
+    card = card.model_copy(update={"cells": [cell, *card.cells[1:]]})
+    page = card_sections(card)
+    row = re.search(rf'<tr class=cellrow data-arm="{re.escape(cell.arm_id)}">.*?</tr>', page)
+    assert row is not None
+    text = html.unescape(re.sub(r"<[^>]+>", "|", row[0]))
+    assert "|n/a|" in text and "—" not in text

@@ -1,5 +1,5 @@
-"""Arms: one setting of one knob. ArmSpec, arm ids (render and parse), levels, turn budgets, and
-knob_status(), the knob-probe table (the published figures joined to the knob definitions).
+"""Arms: one setting of one knob. KnobDef, ArmSpec, arm ids (render and parse), levels and turn
+budgets; nothing of the probe's figures or any report (those sit above: knobtable.knob_status).
 
 An arm id is the canonical text of an ArmSpec; `parse_arm_id(arm_id(spec)) == spec` and
 `arm_id(parse_arm_id(text)) == text` for every valid id.
@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from poisson_tasks.errors import ArmError
-from poisson_tasks.probe import published
-from poisson_tasks.probe.figures import KnobStatus, KnobStatusRow
 
 Knob = Literal[
     "depth",
@@ -32,6 +30,7 @@ Split = Literal["eval", "train"]
 
 GENERATOR_VERSION = "2"
 DISTRACTOR_BLOCK = 16
+DEPTH_TOP = 8  # the deepest level: its goal is the ladder's top stage, so nothing lies above it
 _BASE_TURNS = 3  # two chained stage calls plus the reply turn
 
 # Bounds no spec range gives. History below HISTORY_MIN (but above 0) has no task: no seeded
@@ -49,6 +48,10 @@ def _base_turns(level: int) -> int:
     return _BASE_TURNS
 
 
+def _never(level: int) -> bool:
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class KnobDef:
     """Everything the design says about one knob; every knob table of this package derives from it.
@@ -61,6 +64,15 @@ class KnobDef:
     every arm id of the knob ends with. shipped: the knob probe shipped it; published: a knob of
     the published cards; experimental: it did not make tasks harder on either calibrated model.
     gap_reason: why a level between two valid ranges has no task ({level} is filled in).
+    also_called: the knob's other name, which a card's "experimental" line prints beside it.
+    read_on: the rate a card reads the knob on (depth: leaky, reaching the goal; its strict rate is
+    compared as well). overshoots: whether a level's block offers the stage above the goal, so a
+    model can carry the record past it. probe_control: how the knob probe reads the control arm
+    (`drop`: the drop must also show from the control to the top; `length`: the base less the
+    length control must stay small; None: a control's difference is reported and decides nothing). schema_changes: the knob changes the stage tools' schemas, so
+    pin N4 holds the block's names, order and read tools rather than every byte. filler_control:
+    its control arm matches the longer arm's length with filler at the end of the system prompt
+    (pin N3 allows a filler there and nowhere else).
     """
 
     name: Knob
@@ -78,6 +90,12 @@ class KnobDef:
     published: bool = False
     experimental: bool = False
     gap_reason: str = ""
+    also_called: str = ""
+    read_on: Strictness = "strict"
+    overshoots: Callable[[int], bool] = _never
+    probe_control: Literal["drop", "length"] | None = None
+    schema_changes: bool = False
+    filler_control: bool = False
 
     def level_ok(self, level: int) -> bool:
         return any(lo <= level <= hi for lo, hi in self.valid)
@@ -88,13 +106,15 @@ _DEFS: tuple[KnobDef, ...] = (
         name="depth",
         prefix="d",
         varies="how many chained stage calls the goal is away",
-        levels=(1, 2, 3, 5, 8),
-        valid=((1, 8),),
-        valid_text="1 to 8",
+        levels=(1, 2, 3, 5, DEPTH_TOP),
+        valid=((1, DEPTH_TOP),),
+        valid_text=f"1 to {DEPTH_TOP}",
         controls=("depth:d1+h8", "depth:d2+h5"),
         control_form="h",
         turns=lambda level: level + 1,
         published=True,
+        read_on="leaky",
+        overshoots=lambda level: level < DEPTH_TOP,
     ),
     KnobDef(
         name="distractor",
@@ -107,6 +127,8 @@ _DEFS: tuple[KnobDef, ...] = (
         suffix=f"@k{DISTRACTOR_BLOCK}",
         published=True,
         experimental=True,
+        also_called="the decoy-tools dial",
+        filler_control=True,
     ),
     KnobDef(
         name="similarity",
@@ -129,6 +151,7 @@ _DEFS: tuple[KnobDef, ...] = (
         controls=("faults:f0+len(f4)",),
         turns=lambda level: _BASE_TURNS + level,
         shipped=True,
+        probe_control="drop",
     ),
     KnobDef(
         name="history",
@@ -151,6 +174,8 @@ _DEFS: tuple[KnobDef, ...] = (
         valid=((8, 258),),
         valid_text="8 to 258",
         controls=("block:k8+len(k64)",),
+        probe_control="drop",
+        filler_control=True,
     ),
     KnobDef(
         name="arguments",
@@ -160,6 +185,8 @@ _DEFS: tuple[KnobDef, ...] = (
         valid=((2, 8),),
         valid_text="2 to 8",
         controls=("arguments:a2+len(a8)",),
+        probe_control="drop",
+        schema_changes=True,
     ),
     KnobDef(
         name="shape",
@@ -171,6 +198,8 @@ _DEFS: tuple[KnobDef, ...] = (
         controls=("shape:w1+len(w4)",),
         turns=lambda level: 5,
         shipped=True,
+        overshoots=lambda level: level > 1,
+        probe_control="length",
     ),
     KnobDef(
         name="spread",
@@ -193,40 +222,12 @@ CONTROL_ARMS: dict[Knob, tuple[str, ...]] = {d.name: d.controls for d in _DEFS}
 SHIPPED_KNOBS: tuple[Knob, ...] = tuple(d.name for d in _DEFS if d.shipped)
 
 
-def knob_status() -> KnobStatus:
-    """The knob-probe table of knobs-and-arms.md: seven knobs x two models, with provenance.
-
-    The figures are probe.published's, measured once on another build; each row takes whether the
-    knob shipped and the arms the probe ran from its KnobDef. Depth and distractor were not part of
-    the probe, so they have no row (row() returns None).
-    """
-    by_name: dict[str, KnobDef] = {d.name: d for d in _DEFS}
-    rows: list[KnobStatusRow] = []
-    for name, cells in published.CELLS.items():
-        definition = by_name.get(name)
-        if definition is None:
-            raise ArmError(
-                f"the published knob probe has a row for {name!r}, which is not a knob of this "
-                f"build; valid knobs: {', '.join(KNOBS)}"
-            )
-        rows.append(
-            KnobStatusRow(
-                knob=name,
-                shipped=definition.shipped,
-                base_arm=f"{name}:{definition.prefix}{definition.levels[0]}",
-                top_arm=f"{name}:{definition.prefix}{definition.levels[-1]}",
-                control_arm=definition.controls[0] if definition.controls else None,
-                cells=cells,
-            )
-        )
-    return KnobStatus(
-        rows=tuple(rows),
-        provenance=published.PROVENANCE,
-        rule=published.RULE,
-        disclosure_phase1_check=published.DISCLOSURES[0],
-        disclosure_crash_and_rerun=published.DISCLOSURES[1],
-        disclosure_more_time=published.DISCLOSURES[2],
-    )
+def knob_def(name: str) -> KnobDef:
+    """The definition of the knob called `name` (a knob name read as text: a card's, a contrast's)."""
+    for definition in _DEFS:
+        if definition.name == name:
+            return definition
+    raise ArmError(f"knob {name!r} is unknown; valid knobs: {', '.join(KNOBS)}")
 
 
 def _in_words(names: list[str]) -> str:

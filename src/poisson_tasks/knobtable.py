@@ -1,7 +1,8 @@
 """The `poisson-tasks knobs` table: each knob's levels, control, shipped status and probe figures.
 
-Probe figures come from arms.knob_status() and are always printed with its provenance: measured once
-by the design's authors on another build, never on this one.
+Probe figures come from knob_status(), the published figures (probe.published) joined to the knob
+definitions, and are always printed with their provenance: measured once by the design's authors on
+another build, never on this one. It sits above arms so that no report code is in the generator hash.
 """
 
 from __future__ import annotations
@@ -13,12 +14,49 @@ from poisson_tasks.arms import (
     Knob,
     KnobDef,
     arm_id,
-    knob_status,
     levels,
 )
 from poisson_tasks.errors import ArmError
+from poisson_tasks.probe import published
+from poisson_tasks.probe.figures import KnobStatus, KnobStatusRow
 
 _NOT_SHIPPED = "no (Available \u00b7 retested in v2; its arms work all the same)"
+
+
+def knob_status() -> KnobStatus:
+    """The knob-probe table of knobs-and-arms.md: seven knobs x two models, with provenance.
+
+    The figures are probe.published's, measured once on another build; each row takes whether the
+    knob shipped and the arms the probe ran from its KnobDef. Depth and distractor were not part of
+    the probe, so they have no row (row() returns None).
+    """
+    by_name: dict[str, KnobDef] = {d.name: d for d in KNOB_DEFS.values()}
+    rows: list[KnobStatusRow] = []
+    for name, cells in published.CELLS.items():
+        definition = by_name.get(name)
+        if definition is None:
+            raise ArmError(
+                f"the published knob probe has a row for {name!r}, which is not a knob of this "
+                f"build; valid knobs: {', '.join(KNOBS)}"
+            )
+        rows.append(
+            KnobStatusRow(
+                knob=name,
+                shipped=definition.shipped,
+                base_arm=f"{name}:{definition.prefix}{definition.levels[0]}",
+                top_arm=f"{name}:{definition.prefix}{definition.levels[-1]}",
+                control_arm=definition.controls[0] if definition.controls else None,
+                cells=cells,
+            )
+        )
+    return KnobStatus(
+        rows=tuple(rows),
+        provenance=published.PROVENANCE,
+        rule=published.RULE,
+        disclosure_phase1_check=published.DISCLOSURES[0],
+        disclosure_crash_and_rerun=published.DISCLOSURES[1],
+        disclosure_more_time=published.DISCLOSURES[2],
+    )
 
 
 def _unprobed_text(definition: KnobDef) -> str:

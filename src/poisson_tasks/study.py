@@ -13,9 +13,9 @@ from importlib.resources import files
 from pathlib import Path
 
 from poisson_tasks.calibration.artifact import Reproducibility
-from poisson_tasks.calibration.render import reproducibility_lines
 from poisson_tasks.calibration.reproducibility import measure_replay
 from poisson_tasks.calibration.runcard import StudyResult, card_study, run_arm, run_study
+from poisson_tasks.calibration.sections.replay import reproducibility_lines
 from poisson_tasks.runfolder import read_header
 from poisson_tasks.runner import RunSummary, replay_run, summary_lines
 

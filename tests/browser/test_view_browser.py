@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,9 +32,7 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from view_runs import small_run  # noqa: E402
+from view_runs import small_run  # noqa: E402  (tests/ is on pytest's pythonpath)
 
 from poisson_tasks.calibration.published import rebuild_published  # noqa: E402
 from poisson_tasks.glossary import lookup  # noqa: E402

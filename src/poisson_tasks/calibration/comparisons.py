@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Literal
 
+from poisson_tasks.arms import knob_def
 from poisson_tasks.calibration.artifact import Cell, Comparison, KnobTable, Ordering, Rate
 from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.calibration.figures import CellCounts
@@ -196,8 +197,10 @@ def _level(arm_id: str) -> str:
 def knob_table(
     knob: str, levels: Sequence[Cell], counts: Mapping[str, CellCounts], thresholds: Thresholds
 ) -> KnobTable:
-    """A knob's table: depth is read on leaky and also compared on strict; others on strict."""
-    rates: tuple[Rate, ...] = ("leaky", "strict") if knob == "depth" else ("strict",)
+    """A knob's table, read on the rate its KnobDef names (depth: leaky) and always also compared
+    and ordered on strict."""
+    read_on = knob_def(knob).read_on
+    rates: tuple[Rate, ...] = ("leaky", "strict") if read_on == "leaky" else ("strict",)
     comparisons = [
         compare_adjacent(lo, hi, counts, rate, thresholds)
         for rate in rates
@@ -206,8 +209,8 @@ def knob_table(
     return KnobTable(
         knob=knob,
         levels=[c.arm_id for c in levels],
-        read_on="leaky" if knob == "depth" else "strict",
+        read_on=read_on,
         comparisons=comparisons,
         ordering_strict=ordering(levels, comparisons, "strict"),
-        ordering_leaky=ordering(levels, comparisons, "leaky") if knob == "depth" else None,
+        ordering_leaky=ordering(levels, comparisons, "leaky") if read_on == "leaky" else None,
     )

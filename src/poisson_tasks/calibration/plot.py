@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from poisson_tasks.calibration.artifact import Artifact, KnobTable, RateFigure
-from poisson_tasks.calibration.render import percent
+from poisson_tasks.calibration.sections.text import percent
 from poisson_tasks.errors import MissingExtraError
 from poisson_tasks.files import atomic_write
 

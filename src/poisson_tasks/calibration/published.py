@@ -37,7 +37,7 @@ from poisson_tasks.calibration.manifest import (
 )
 from poisson_tasks.calibration.output import CARD_JSON, CARD_MD, card_files
 from poisson_tasks.calibration.records import EPISODES_GZ
-from poisson_tasks.calibration.render import percent
+from poisson_tasks.calibration.sections.text import percent
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
 from poisson_tasks.runfolder import EPISODES, HEADER, read_header
 from poisson_tasks.supplied import markdown_code

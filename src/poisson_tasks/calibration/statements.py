@@ -6,10 +6,11 @@ card, in the order below, and no other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 
-from poisson_tasks.arms import levels, parse_arm_id
+from poisson_tasks.arms import DEPTH_TOP, KNOB_DEFS, parse_arm_id
 from poisson_tasks.calibration.artifact import Cell, Claim, KnobTable, PublishedFacts, Statements
 from poisson_tasks.calibration.beside import measured_differently, short_hash
 from poisson_tasks.calibration.provenance import Provenance
@@ -22,7 +23,7 @@ from poisson_tasks.runfolder import stop_words
 from poisson_tasks.supplied import markdown, markdown_code
 
 PUBLISHED_DESIGN_TASKS = 60  # tasks per level in the published cards' design
-TOP_DEPTH = max(levels("depth"))
+TOP_DEPTH = DEPTH_TOP
 
 __all__ = [
     "PUBLISHED_DESIGN_TASKS",
@@ -230,15 +231,114 @@ def _arms_text(cells: Sequence[Cell]) -> str:
     return ", ".join(c.arm_id for c in cells)
 
 
-def _distractor_text(table: KnobTable) -> str:
-    """The distractor line, read from this card's own strict comparisons and nothing else."""
+@dataclass(frozen=True, slots=True)
+class ClaimFacts:
+    """What the "does not claim" lines are read from: the card's own facts, nothing else."""
+
+    kind: str
+    provenance: Provenance
+    cells: Sequence[Cell]
+    knobs: Sequence[KnobTable]
+    installed: dict[str, str]
+    published: Sequence[PublishedFacts]
+    thresholds: Thresholds
+
+
+def _claim(key: str, text: str) -> list[Claim]:
+    return [Claim(key=key, text=text)]
+
+
+def _one_model(facts: ClaimFacts) -> list[Claim]:
+    who = "one reference policy" if facts.kind == "reference-policy" else "one model"
+    return _claim(
+        "one_model",
+        f"These are {who}'s results on these generated tasks. They put no models in "
+        "order and say nothing about any other model, or about tasks other than these.",
+    )
+
+
+def _reference_policy(facts: ClaimFacts) -> list[Claim]:
+    if facts.kind != "reference-policy":
+        return []
+    return _claim(
+        "reference_policy",
+        "Its figures come from a scripted reference policy, not from a language model; "
+        "they stand in for no model's results.",
+    )
+
+
+def _fewer_tasks(facts: ClaimFacts) -> list[Claim]:
+    tasks = len(facts.provenance.seeds)
+    if tasks >= PUBLISHED_DESIGN_TASKS:
+        return []
+    return _claim(
+        "fewer_tasks",
+        f"It has {counted(tasks, 'task')} per level, fewer than the "
+        f"{PUBLISHED_DESIGN_TASKS} of the "
+        "published design, so its intervals are wider than theirs and a pair it reads "
+        "too small to call may still differ. That is the resolution of this design, "
+        "not evidence that the levels are alike.",
+    )
+
+
+def _other_generator(facts: ClaimFacts) -> list[Claim]:
+    mine = facts.provenance.generator_hash
+    other = sorted({p.generator_hash for p in facts.published if p.generator_hash != mine})
+    if not other:
+        return []
+    return _claim(
+        "other_generator",
+        "It was made with generator build "
+        f"{markdown(short_hash(mine))}, not "
+        f"the build the published cards were measured on "
+        f"({', '.join(short_hash(h) for h in other)}), so it is not to be read beside them.",
+    )
+
+
+def _measured_differently(facts: ClaimFacts) -> list[Claim]:
+    ways = sorted({w for p in facts.published for w in measured_differently(facts.provenance, p)})
+    if not ways:
+        return []
+    return _claim(
+        "measured_differently",
+        f"It was measured differently from the published cards ({', '.join(ways)} "
+        "differ), so none of its figures is to be set against theirs.",
+    )
+
+
+def _not_covered(facts: ClaimFacts) -> list[Claim]:
+    plan = set(facts.provenance.arms)
+    if any(plan & set(p.arms) for p in facts.published):
+        return []
+    return _claim(
+        "not_covered",
+        "No published card holds any level of this plan, so no figure here has a "
+        "published figure to be read beside.",
+    )
+
+
+def _self_served(facts: ClaimFacts) -> list[Claim]:
+    if facts.provenance.serving.kind != "self-served":
+        return []
+    return _claim(
+        "self_served",
+        "Its model was served by the person who ran it. The serving is pinned only as far "
+        "as the server reported it, so the same weights served another way later would "
+        "be another measurement.",
+    )
+
+
+def _experimental_text(table: KnobTable) -> str:
+    """An experimental knob's line, read from this card's own strict comparisons and nothing
+    else; the knob's KnobDef says that it is experimental and what else it is called."""
     comps = [c for c in table.comparisons if c.rate == "strict"]
     falls = [
         f"{c.lower.split(':', 1)[1]}→{c.upper.split(':', 1)[1]}"
         for c in comps
         if c.verdict == "distinguishable" and (c.diff or 0.0) > 0.0
     ]
-    head = "The distractor knob (the decoy-tools dial) is experimental"
+    also = KNOB_DEFS[parse_arm_id(table.levels[0]).knob].also_called
+    head = f"The {table.knob} knob{f' ({also})' if also else ''} is experimental"
     if falls:
         return (
             f"{head}. On this card the strict rate falls distinguishably at {', '.join(falls)}; "
@@ -253,173 +353,108 @@ def _distractor_text(table: KnobTable) -> str:
     )
 
 
-def _claims(
-    kind: str,
-    provenance: Provenance,
-    cells: Sequence[Cell],
-    knobs: Sequence[KnobTable],
-    installed: dict[str, str],
-    published: Sequence[PublishedFacts],
-    thresholds: Thresholds,
-) -> list[Claim]:
-    who = "one reference policy" if kind == "reference-policy" else "one model"
-    out = [
-        Claim(
-            key="one_model",
-            text=(
-                f"These are {who}'s results on these generated tasks. They put no models in "
-                "order and say nothing about any other model, or about tasks other than these."
-            ),
-        )
+def _experimental(facts: ClaimFacts) -> list[Claim]:
+    return [
+        Claim(key=f"{table.knob}_experimental", text=_experimental_text(table))
+        for table in facts.knobs
+        if table.levels and KNOB_DEFS[parse_arm_id(table.levels[0]).knob].experimental
     ]
-    if kind == "reference-policy":
-        out.append(
-            Claim(
-                key="reference_policy",
-                text=(
-                    "Its figures come from a scripted reference policy, not from a language model; "
-                    "they stand in for no model's results."
-                ),
-            )
-        )
-    tasks = len(provenance.seeds)
-    if tasks < PUBLISHED_DESIGN_TASKS:
-        out.append(
-            Claim(
-                key="fewer_tasks",
-                text=(
-                    f"It has {counted(tasks, 'task')} per level, fewer than the "
-                    f"{PUBLISHED_DESIGN_TASKS} of the "
-                    "published design, so its intervals are wider than theirs and a pair it reads "
-                    "too small to call may still differ. That is the resolution of this design, "
-                    "not evidence that the levels are alike."
-                ),
-            )
-        )
-    mine = provenance.generator_hash
-    other = sorted({p.generator_hash for p in published if p.generator_hash != mine})
-    if other:
-        out.append(
-            Claim(
-                key="other_generator",
-                text=(
-                    "It was made with generator build "
-                    f"{markdown(short_hash(provenance.generator_hash))}, not "
-                    f"the build the published cards were measured on "
-                    f"({', '.join(short_hash(h) for h in other)}), so it is not to be read beside them."
-                ),
-            )
-        )
-    ways = sorted({w for p in published for w in measured_differently(provenance, p)})
-    if ways:
-        out.append(
-            Claim(
-                key="measured_differently",
-                text=(
-                    f"It was measured differently from the published cards ({', '.join(ways)} "
-                    "differ), so none of its figures is to be set against theirs."
-                ),
-            )
-        )
-    plan = set(provenance.arms)
-    if not any(plan & set(p.arms) for p in published):
-        out.append(
-            Claim(
-                key="not_covered",
-                text=(
-                    "No published card holds any level of this plan, so no figure here has a "
-                    "published figure to be read beside."
-                ),
-            )
-        )
-    if provenance.serving.kind == "self-served":
-        out.append(
-            Claim(
-                key="self_served",
-                text=(
-                    "Its model was served by the person who ran it. The serving is pinned only as far "
-                    "as the server reported it, so the same weights served another way later would "
-                    "be another measurement."
-                ),
-            )
-        )
-    distractor = next((k for k in knobs if k.knob == "distractor"), None)
-    if distractor is not None:
-        out.append(Claim(key="distractor_experimental", text=_distractor_text(distractor)))
-    moved = stale_hashes(provenance, installed)
-    if moved:
-        out.append(
-            Claim(
-                key="stale",
-                text=f"It is stale: {stale_text(provenance, installed, moved)}.",
-            )
-        )
-    resumed = sum(c.resumed for c in cells)
-    if resumed:  # a resume that ran nothing (the run was already complete) resumed nothing
-        out.append(
-            Claim(
-                key="resumed",
-                text=(
-                    f"The run was interrupted and resumed, and {resumed} of its episodes were made "
-                    "after the resume. A resumed attempt is a new attempt, not a replay of the one it "
-                    "replaces."
-                ),
-            )
-        )
-    if provenance.pooled_servings:
-        changed = "; ".join(
-            f"session #{s.index}: {markdown(s.serving_change)}"
-            for s in provenance.sessions
-            if s.serving_change
-        )
-        out.append(
-            Claim(
-                key="pooled_servings",
-                text=(
-                    "Its figures pool several servings: a resumed session was not served as the "
-                    f"first ({changed}), and the run went on with --accept-serving-change. Pin "
-                    "N10 did not hold across its sessions, so no figure here stands for one "
-                    "serving; the provenance lists every session's."
-                ),
-            )
-        )
-    withheld = [c for c in cells if not c.published]
-    if withheld:
-        out.append(
-            Claim(
-                key="withheld",
-                text=(
-                    f"It claims nothing for {_arms_text(withheld)}: more than "
-                    f"{thresholds.instrument_max:g} of their episodes failed on the instrument's side, "
-                    "so their figures are left out."
-                ),
-            )
-        )
-    incomplete = [c for c in cells if c.incomplete]
-    if incomplete:
-        out.append(
-            Claim(
-                key="incomplete",
-                text=(
-                    f"{_arms_text(incomplete)} {'holds' if len(incomplete) == 1 else 'hold'} "
-                    "fewer episodes than planned (the run's last "
-                    f"session {stop_words(provenance.stop_reason)}); their figures come from the "
-                    "smaller sample and do not stand for full cells."
-                ),
-            )
-        )
-    out += own_tools_claims(provenance)
-    if thresholds != provenance.thresholds:
-        out.append(
-            Claim(
-                key="thresholds_changed",
-                text=(
-                    "Its thresholds are not the ones the run declared before it ran, so its calls "
-                    "were not made under the pre-registered rules."
-                ),
-            )
-        )
-    return out
+
+
+def _stale(facts: ClaimFacts) -> list[Claim]:
+    moved = stale_hashes(facts.provenance, facts.installed)
+    if not moved:
+        return []
+    return _claim("stale", f"It is stale: {stale_text(facts.provenance, facts.installed, moved)}.")
+
+
+def _resumed(facts: ClaimFacts) -> list[Claim]:
+    resumed = sum(c.resumed for c in facts.cells)
+    if not resumed:  # a resume that ran nothing (the run was already complete) resumed nothing
+        return []
+    return _claim(
+        "resumed",
+        f"The run was interrupted and resumed, and {resumed} of its episodes were made "
+        "after the resume. A resumed attempt is a new attempt, not a replay of the one it "
+        "replaces.",
+    )
+
+
+def _pooled_servings(facts: ClaimFacts) -> list[Claim]:
+    provenance = facts.provenance
+    if not provenance.pooled_servings:
+        return []
+    changed = "; ".join(
+        f"session #{s.index}: {markdown(s.serving_change)}"
+        for s in provenance.sessions
+        if s.serving_change
+    )
+    return _claim(
+        "pooled_servings",
+        "Its figures pool several servings: a resumed session was not served as the "
+        f"first ({changed}), and the run went on with --accept-serving-change. Pin "
+        "N10 did not hold across its sessions, so no figure here stands for one "
+        "serving; the provenance lists every session's.",
+    )
+
+
+def _withheld(facts: ClaimFacts) -> list[Claim]:
+    withheld = [c for c in facts.cells if not c.published]
+    if not withheld:
+        return []
+    return _claim(
+        "withheld",
+        f"It claims nothing for {_arms_text(withheld)}: more than "
+        f"{facts.thresholds.instrument_max:g} of their episodes failed on the instrument's side, "
+        "so their figures are left out.",
+    )
+
+
+def _incomplete(facts: ClaimFacts) -> list[Claim]:
+    incomplete = [c for c in facts.cells if c.incomplete]
+    if not incomplete:
+        return []
+    return _claim(
+        "incomplete",
+        f"{_arms_text(incomplete)} {'holds' if len(incomplete) == 1 else 'hold'} "
+        "fewer episodes than planned (the run's last "
+        f"session {stop_words(facts.provenance.stop_reason)}); their figures come from the "
+        "smaller sample and do not stand for full cells.",
+    )
+
+
+def _own_tools(facts: ClaimFacts) -> list[Claim]:
+    return own_tools_claims(facts.provenance)
+
+
+def _thresholds_changed(facts: ClaimFacts) -> list[Claim]:
+    if facts.thresholds == facts.provenance.thresholds:
+        return []
+    return _claim(
+        "thresholds_changed",
+        "Its thresholds are not the ones the run declared before it ran, so its calls "
+        "were not made under the pre-registered rules.",
+    )
+
+
+# The "does not claim" lines in card order: each gives its line where its condition holds.
+CLAIMS: tuple[Callable[[ClaimFacts], list[Claim]], ...] = (
+    _one_model,
+    _reference_policy,
+    _fewer_tasks,
+    _other_generator,
+    _measured_differently,
+    _not_covered,
+    _self_served,
+    _experimental,
+    _stale,
+    _resumed,
+    _pooled_servings,
+    _withheld,
+    _incomplete,
+    _own_tools,
+    _thresholds_changed,
+)
 
 
 def own_tools_claims(provenance: Provenance) -> list[Claim]:
@@ -473,9 +508,10 @@ def build_statements(
 ) -> Statements:
     """The two closing texts and, when d8 is on the card, the depth reading note."""
     has_top_depth = any(c.knob == "depth" and c.level == TOP_DEPTH and not c.control for c in cells)
+    facts = ClaimFacts(kind, provenance, cells, knobs, installed, published, thresholds)
     return Statements(
         can_tell=can_tell(provenance, cells, knobs, thresholds),
         what_it_is=_what_it_is(kind, provenance, cells, thresholds),
-        does_not_claim=_claims(kind, provenance, cells, knobs, installed, published, thresholds),
+        does_not_claim=[claim for line in CLAIMS for claim in line(facts)],
         depth_note=DEPTH_NOTE if has_top_depth else None,
     )

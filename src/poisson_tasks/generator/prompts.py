@@ -33,10 +33,6 @@ def render(template: str, slots: dict[str, str], knob_slots: list[str]) -> tuple
     )
 
 
-def goal_text(stage: int, stage_name: str) -> str:
-    return f"{stage} ({stage_name})"
-
-
 @lru_cache(maxsize=512)
 def filler(tokens: int) -> str:
     """Neutral text of about `tokens` tokens (never over), appended to a control arm's system prompt."""

@@ -29,7 +29,6 @@ CONTROL_SCOPES: dict[str, str] = {
     "arguments control": "arguments",
     "shape control": "shape",
 }
-LATER_SCOPES: tuple[str, ...] = ("at run time", "at analysis")
 
 
 @dataclass(frozen=True)

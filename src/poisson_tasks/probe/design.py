@@ -346,10 +346,6 @@ class RerunNote(BaseModel):
     cause: str
 
 
-def model_folder(root: Path, label: str) -> Path:
-    return root / label
-
-
 def phase1_folder(root: Path, label: str) -> Path:
     return root / label / "phase1"
 

@@ -1,10 +1,10 @@
 """The knob probe's figures and its result: a cell per knob and model, a row per knob, the
 differences behind them, and the probe's whole outcome as probe.json holds it.
 
-Only data types, importing nothing of the package, so they sit below arms: arms.knob_status()
+Only data types, importing nothing of the package, so they sit low in the layers: knobtable.knob_status()
 fills them from the published figures (probe.published) and the knob definitions, and
 probe.table from records. A row names its knob by its name; where a row is built, the name is
-checked against arms (arms.knob_status, probe.table's parse_arm_id). Outside the generator hash:
+checked against arms (knobtable.knob_status, probe.table's parse_arm_id). Outside the generator hash:
 changing one changes no task id and makes no card stale.
 """
 

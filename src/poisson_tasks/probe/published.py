@@ -1,9 +1,9 @@
 """The knob probe as published: what the design's authors measured once, on another build.
 
 Only the figures and their words: each probed knob's cells (by knob name, in the published order),
-the provenance, the rule and the three disclosures. arms.knob_status() joins them to the knob
+the provenance, the rule and the three disclosures. knobtable.knob_status() joins them to the knob
 definitions into the table of knobs-and-arms.md, and `poisson-tasks knobs` prints it; this module
-imports no arms, so it sits below arms in the layers. Outside the generator hash
+imports no arms, and no file of the generator hash imports it. Outside the generator hash
 (hashes._generator_files does not list this file): rewording a disclosure or correcting a figure
 here changes no task id and makes no card stale.
 """

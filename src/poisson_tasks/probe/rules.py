@@ -13,15 +13,13 @@ from typing import Literal
 
 import numpy as np
 
+from poisson_tasks.arms import knob_def
 from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.calibration.intervals import paired_interval
 from poisson_tasks.calibration.records import EpisodeRecord
 from poisson_tasks.calibration.stats import Interval, call_pair
 from poisson_tasks.probe.design import ProbeRegistration, knob_arms
 from poisson_tasks.probe.figures import PassDifference, ProbeVerdict
-
-# Knobs whose drop must also show from their control arm to the top (knobs-and-arms.md).
-CONTROL_DROP_KNOBS: frozenset[str] = frozenset({"faults", "block", "arguments"})
 
 
 def rule_text(reg: ProbeRegistration) -> str:
@@ -123,14 +121,15 @@ def read_verdict(
     rules = reg.rules
     direction = _distinguishable(delta[0], delta[1], rules.bite)
     note = ""
-    if knob == "shape":
+    control_rule = knob_def(knob).probe_control
+    if control_rule == "length":
         held = length_control is not None and abs(length_control) < rules.length_control_max - 1e-12
         if direction != 0 and held:
             top = knob_arms(knob)[1]
             return "bites", f"{top} {'harder' if direction > 0 else 'easier'}"
         verdict: ProbeVerdict = "does not bite"
     else:
-        if knob in CONTROL_DROP_KNOBS:
+        if control_rule == "drop":
             if control is None:
                 raise ValueError(f"{knob} needs its control difference")
             if _distinguishable(control[0], control[1], rules.bite) != direction:

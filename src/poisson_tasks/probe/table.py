@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from poisson_tasks.arms import parse_arm_id
+from poisson_tasks.arms import knob_def, parse_arm_id
 from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run, records_sha256
 from poisson_tasks.calibration.stats import Interval
@@ -148,13 +148,14 @@ def _cell_for(
     ctrl: PassDifference | None = None
     ctrl_pair: tuple[float, Interval] | None = None
     length: PassDifference | None = None
-    if control is not None and knob != "shape":
+    reading = knob_def(knob).probe_control
+    if control is not None and reading != "length":
         ctrl, c_iv = pass_difference(
             reg, label, knob, "control", (control, cells[control]), (top, cells[top])
         )
         differences.append(ctrl)
         ctrl_pair = (ctrl.value, c_iv)
-    if control is not None and knob == "shape":
+    if control is not None and reading == "length":
         length, _ = pass_difference(
             reg, label, knob, "length control", (base, cells[base]), (control, cells[control])
         )

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import comb
 
-from poisson_tasks.arms import ArmSpec, parse_arm_id
+from poisson_tasks.arms import KNOB_DEFS, ArmSpec, parse_arm_id
 from poisson_tasks.policycatalogue import PolicySpec, graded_rate, parse_model
 
 
@@ -60,12 +60,8 @@ class NoisyRates:
 def overshoot_possible(spec: ArmSpec) -> bool:
     """Whether the arm's block offers the stage above a goal: depth below d8, and shape wider than
     one record (its four stage tools reach past the goals of w2 and w4). Every other knob's block
-    stops at the goal."""
-    if spec.knob == "depth":
-        return spec.level < 8
-    if spec.knob == "shape":
-        return spec.level > 1
-    return False
+    stops at the goal (KnobDef.overshoots)."""
+    return KNOB_DEFS[spec.knob].overshoots(spec.level)
 
 
 def noisy_rates(

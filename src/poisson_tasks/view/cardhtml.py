@@ -3,7 +3,9 @@
 Every figure here is read from the Artifact, the object card.md is rendered from; nothing is
 computed again. Fields this page does not lay out by name (a section a later card adds) are shown
 by `tree`, which renders any JSON value, so a new field of the Artifact appears without code here.
-Every string is escaped: a model's name or a server's words are text, never markup.
+Every string is escaped: a model's name or a server's words are text, never markup. What card.md
+prints too (a pair's cells and columns, the verdict and ordering words, headings, `n/a` and the
+three-decimal precision) is imported from calibration/sections, never written here again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,21 @@ from typing import Any
 from poisson_tasks import supplied
 from poisson_tasks.calibration.artifact import Artifact, Cell, Comparison, KnobTable, RateFigure
 from poisson_tasks.calibration.comparisons import ordering_reading
-from poisson_tasks.calibration.render import render_costs
+from poisson_tasks.calibration.sections.closing import (
+    DEPTH_TITLE,
+    NOT_CLAIMED_TITLE,
+    WHAT_IT_IS_TITLE,
+)
+from poisson_tasks.calibration.sections.costs import render_costs
+from poisson_tasks.calibration.sections.knob import (
+    CONTROLS_NOTE,
+    CONTROLS_TITLE,
+    VERDICT_TERMS,
+    comparison_cells,
+    comparison_columns,
+    ordering_words,
+)
+from poisson_tasks.calibration.sections.text import NA, rate_text
 from poisson_tasks.errors import escape_controls
 from poisson_tasks.verifier import OUTCOMES
 from poisson_tasks.view.markdown import card_html, defined, inline
@@ -183,7 +199,7 @@ def outcome_bar(outcomes: dict[str, int]) -> str:
 
 def _rate(fig: RateFigure | None) -> str:
     if fig is None:
-        return "<span class=dim>—</span>"
+        return f"<span class=dim>{NA}</span>"
     few = ' <span class=few title="fewer than 15 passes or failures">few events</span>'
     return f"{fig.pass_at_1:.3f} <span class=dim>[{fig.low:.3f}, {fig.high:.3f}]</span>" + (
         few if fig.few_events else ""
@@ -204,47 +220,27 @@ def _level_table(cells: Sequence[Cell]) -> str:
             f'<tr class=cellrow data-arm="{_e(cell.arm_id)}">'
             f'<td><button class=open data-arm="{_e(cell.arm_id)}">{_e(cell.arm_id)}</button></td>'
             f"<td>{cell.episodes}</td><td>{_rate(cell.strict)}</td><td>{_rate(cell.leaky)}</td>"
-            f"<td>{_fmt(cell.overshoot)}</td><td>{outcome_bar(cell.outcomes)}</td>"
+            f"<td>{rate_text(cell.overshoot)}</td><td>{outcome_bar(cell.outcomes)}</td>"
             f"<td>{_e(note)}</td></tr>"
         )
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
 
 
-_VERDICT = {
-    "distinguishable": "distinguishable",
-    "too_small": "too small for this design to call",
-    "left_out": "left out",
-}
-
-
-def _comparison_rows(comparisons: Sequence[Comparison]) -> str:
-    labels = (
-        "rate",
-        "pair",
-        "difference (lower − upper)",
-        "paired interval",
-        "churn",
-        "seeds",
-        "sign test p",
-        "verdict",
-    )
+def _comparison_rows(comparisons: Sequence[Comparison], confidence: float) -> str:
+    """The adjacent pairs with the card's own columns and cells (sections.knob), beside the rate
+    each is read on, the sign test's p and a button that opens the pair side by side."""
+    *columns, verdict_column = comparison_columns(confidence)
+    labels = ("rate", *columns, "sign test p", verdict_column)
     head = "<tr>" + "".join(f"<th>{defined(label)}</th>" for label in labels) + "<th></th></tr>"
     rows = []
     for cmp in comparisons:
-        verdict = _VERDICT.get(cmp.verdict, cmp.verdict) + (f": {cmp.reason}" if cmp.reason else "")
-        interval = (
-            f"[{cmp.low:.3f}, {cmp.high:.3f}]"
-            if cmp.low is not None and cmp.high is not None
-            else "—"
-        )
-        pair = f"{cmp.lower}|{cmp.upper}"
+        pair, diff, interval, churn, seeds, verdict = (prose(c) for c in comparison_cells(cmp))
         rows.append(
             f'<tr class="cmp v-{_e(cmp.verdict)}"><td>{_e(cmp.rate)}</td>'
-            f"<td><code>{_e(_short(cmp.lower))}</code> → <code>{_e(_short(cmp.upper))}</code></td>"
-            f"<td>{_fmt(cmp.diff)}</td><td>{interval}</td><td>{_fmt(cmp.churn)}</td>"
-            f"<td>{cmp.pairs_used}</td><td>{_fmt(cmp.sign_p)}</td>"
-            f"<td>{defined(_VERDICT.get(cmp.verdict, cmp.verdict), _e(verdict))}</td>"
-            f'<td><button class=pair data-pair="{_e(pair)}">side by side</button></td></tr>'
+            f"<td>{pair}</td><td>{diff}</td><td>{interval}</td><td>{churn}</td><td>{seeds}</td>"
+            f"<td>{rate_text(cmp.sign_p)}</td><td>{defined(VERDICT_TERMS[cmp.verdict], verdict)}</td>"
+            f'<td><button class=pair data-pair="{_e(f"{cmp.lower}|{cmp.upper}")}">side by side'
+            "</button></td></tr>"
         )
     return f"<div class=scroll><table class=grid>{head}{''.join(rows)}</table></div>"
 
@@ -254,9 +250,9 @@ def _ordering(table: KnobTable) -> str:
     for ordering in (table.ordering_strict, table.ordering_leaky):
         if ordering is None:
             continue
+        question, verdict = ordering_words(ordering)
         lines.append(
-            f"<li>{_e(ordering.rate)} pass@1 non-increasing across the levels: "
-            f"<strong>{_e(ordering.verdict.replace('_', ' '))}</strong>"
+            f"<li>{_e(question)}: <strong>{_e(verdict)}</strong>"
             + (
                 ""
                 if ordering.verdict == "single_level"
@@ -275,7 +271,8 @@ def _knob(artifact: Artifact, table: KnobTable) -> str:
         f'<section class=knob id="knob-{_e(table.knob)}"><h2><code>{_e(table.knob)}</code> '
         f"<span class=dim>read on {_e(table.read_on)} pass@1</span></h2>"
         f"{plot(cells, title, table.read_on)}{_level_table(cells)}"
-        f"<h3>Adjacent levels</h3>{_comparison_rows(read_first)}{_ordering(table)}</section>"
+        f"<h3>Adjacent levels</h3>{_comparison_rows(read_first, artifact.thresholds.confidence)}"
+        f"{_ordering(table)}</section>"
     )
 
 
@@ -284,10 +281,8 @@ def _controls(artifact: Artifact) -> str:
         return ""
     cells = [artifact.cell(arm) for arm in artifact.controls]
     return (
-        "<section id=controls><h2>Control arms</h2><p class=dim>Each control arm separates a knob "
-        "from something that travels with it. They are not levels, and no comparison or ordering "
-        "reads them; “side by side” shows one beside the level it keeps and the level whose length "
-        "it adds.</p>"
+        f"<section id=controls><h2>{_e(CONTROLS_TITLE)}</h2><p class=dim>{prose(CONTROLS_NOTE)} "
+        "“Side by side” shows one beside the level it keeps and the level whose length it adds.</p>"
         f"{plot(cells, 'control arms: pass@1')}{_level_table(cells)}</section>"
     )
 
@@ -300,10 +295,10 @@ def _costs(artifact: Artifact) -> str:
 def _statements(artifact: Artifact) -> str:
     st = artifact.statements
     claims = "".join(f'<li data-key="{_e(c.key)}">{prose(c.text)}</li>' for c in st.does_not_claim)
-    depth = f"<h3>How depth is read</h3><p>{prose(st.depth_note)}</p>" if st.depth_note else ""
+    depth = f"<h3>{DEPTH_TITLE}</h3><p>{prose(st.depth_note)}</p>" if st.depth_note else ""
     return (
-        f"<section id=statements><h2>What this card is</h2><p>{prose(st.what_it_is)}</p>"
-        f"<h2>What this card does not claim</h2><ul class=claims>{claims}</ul>{depth}</section>"
+        f"<section id=statements><h2>{WHAT_IT_IS_TITLE}</h2><p>{prose(st.what_it_is)}</p>"
+        f"<h2>{NOT_CLAIMED_TITLE}</h2><ul class=claims>{claims}</ul>{depth}</section>"
     )
 
 

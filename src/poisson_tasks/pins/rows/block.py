@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from poisson_tasks.arms import knob_def
 from poisson_tasks.bundle import canonical_json
 from poisson_tasks.pins.facts import BundleFacts
 from poisson_tasks.pins.holding import Contrast, Outcome, each, equal, short, within
@@ -36,7 +37,7 @@ def _measure_n4(facts: BundleFacts) -> dict[str, Any]:
 
 
 def _hold_n4(contrast: Contrast) -> Outcome:
-    if contrast.knob == "arguments":
+    if knob_def(contrast.knob).schema_changes:  # the stage tools' schemas are the knob itself
         return equal(
             contrast, "N4", lambda value: value["names_and_reads"], "block names, order and reads"
         )

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from poisson_tasks.arms import KNOBS
+from poisson_tasks.arms import KNOB_DEFS, KNOBS
 from poisson_tasks.bundle import digest
 from poisson_tasks.pins import views
 from poisson_tasks.pins.facts import BundleFacts
 from poisson_tasks.pins.holding import Arm, Contrast, Outcome, each, equal, short
 from poisson_tasks.pins.row import PinRow
 
-_FILLER_KNOBS = ("distractor", "block")
+_FILLER_KNOBS = " or ".join(d.name for d in KNOB_DEFS.values() if d.filler_control)
 
 
 def _measure_n3(facts: BundleFacts) -> dict[str, Any]:
@@ -32,8 +32,8 @@ def _hold_n3(contrast: Contrast) -> Outcome:
         value = arm.value("N3")
         if not value["filler"]:
             return None
-        if arm.spec.control is None or arm.spec.knob not in _FILLER_KNOBS:
-            return "carries a filler; only a distractor or block control may"
+        if arm.spec.control is None or not KNOB_DEFS[arm.spec.knob].filler_control:
+            return f"carries a filler; only a {_FILLER_KNOBS} control may"
         return (
             None if value["filler_at_end"] else "its filler is not at the end of the system prompt"
         )
