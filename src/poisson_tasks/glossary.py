@@ -463,8 +463,8 @@ TERMS: tuple[Term, ...] = (
     ),
     Term(
         "generator hash",
-        "A digest of the generator's and vocabulary's source files: two builds with the same hash "
-        "make the same tasks.",
+        "A digest of the generator's, the verifier's and the vocabulary's source files: two builds "
+        "with the same hash make the same tasks and judge them the same way.",
         ("engine hash", "vocabulary hash"),
     ),
     Term(

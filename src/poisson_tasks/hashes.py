@@ -26,8 +26,18 @@ _INSTALLERS = frozenset({"pip", "setuptools", "wheel", "uv"})
 
 
 def _generator_files() -> tuple[str, ...]:
+    """The generator's sources and the verifier's: a task is generated together with its verifier,
+    so a change in how an episode is judged makes a card stale like a change in the task."""
     gen = sorted(p.relative_to(_ROOT).as_posix() for p in (_ROOT / "generator").glob("*.py"))
-    return (*gen, "arms.py", "bundle.py", "tokens.py", "transcript.py", *VOCABULARY_FILES)
+    return (
+        *gen,
+        "arms.py",
+        "bundle.py",
+        "tokens.py",
+        "transcript.py",
+        "verifier.py",
+        *VOCABULARY_FILES,
+    )
 
 
 def _hash_files(files: tuple[str, ...], extra: str = "") -> str:
@@ -53,7 +63,8 @@ def vocabulary_hash() -> str:
 
 @cache
 def generator_hash() -> str:
-    """Hash of the generator, vocabulary and tokenizer: a change here makes every card stale."""
+    """Hash of the generator, verifier, vocabulary and tokenizer: a change here makes every card
+    stale."""
     return _hash_files(_generator_files(), extra=TOKENIZER_ID)
 
 
