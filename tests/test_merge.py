@@ -275,7 +275,7 @@ def test_a_shard_served_by_another_vllm_version_is_named(tmp_path: Path) -> None
 
 def test_a_folder_that_is_not_a_shard_is_named(study: dict[str, Any], tmp_path: Path) -> None:
     _refused(study, [study["whole"], *study["shards"][1:]], "is not a shard folder")
-    _refused(study, [tmp_path / "nowhere"], "is not a run folder (run.json is missing)")
+    _refused(study, [tmp_path / "nowhere"], "is not a run folder (no such folder)")
     with pytest.raises(MergeError, match="give the shard folders"):
         merge_shards([], tmp_path / "m")
 

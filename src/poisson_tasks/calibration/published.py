@@ -39,7 +39,7 @@ from poisson_tasks.calibration.output import CARD_JSON, CARD_MD, card_files
 from poisson_tasks.calibration.records import EPISODES_GZ
 from poisson_tasks.calibration.render import percent
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
-from poisson_tasks.runfolder import EPISODES, HEADER, read_header
+from poisson_tasks.runfolder import EPISODES, HEADER, is_run_folder, read_header
 from poisson_tasks.supplied import markdown_code
 
 __all__ = [
@@ -70,7 +70,7 @@ class PublishedCheck(BaseModel):
 
 
 def _has_records(folder: Path) -> bool:
-    return (folder / HEADER).is_file() and (
+    return is_run_folder(folder) and (
         (folder / EPISODES).is_file() or (folder / EPISODES_GZ).is_file()
     )
 

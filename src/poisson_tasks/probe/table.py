@@ -44,13 +44,13 @@ from poisson_tasks.probe.rules import (
     read_verdict,
     rule_text,
 )
-from poisson_tasks.runfolder import read_header
+from poisson_tasks.runfolder import is_run_folder, read_header
 
 
 def phase1_check(reg: ProbeRegistration, root: Path, label: str) -> Phase1Check | None:
     """Phase 1 of one model read under the registered rule; None when it has not run."""
     folder = phase1_folder(root, label)
-    if not (folder / "run.json").is_file():
+    if not is_run_folder(folder):
         return None
     recs = [r for r in records_from_run(folder) if not r.instrument]
     plan = phase1_plan(reg, label)
@@ -98,7 +98,7 @@ def effective_arm_runs(
     """Every attempt at every arm of one model, in order; the last attempt of an arm is the one
     used (a rerun follows the void attempt it replaces)."""
     folder = arms_folder(root, label)
-    if not (folder / "run.json").is_file():
+    if not is_run_folder(folder):
         return []
     per_arm = reg.design.tasks * reg.design.attempts
     out = [

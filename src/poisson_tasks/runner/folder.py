@@ -45,7 +45,7 @@ from poisson_tasks.bundle import digest
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.files import fsync_dir, os_problem, write_all
 from poisson_tasks.hashes import engine_hash, environment_hash, generator_hash, vocabulary_hash
-from poisson_tasks.prereg import Plan, Slot, measurement_of, validate_preregistration
+from poisson_tasks.prereg import Plan, Slot, measurement_of
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
@@ -59,8 +59,10 @@ from poisson_tasks.runfolder import (
     Session,
     ShardRecord,
     StopReason,
+    is_run_folder,
     iter_episodes,
-    read_header,
+    not_a_run_folder,
+    open_run,
     write_header,
 )
 from poisson_tasks.runner.budget import Spend
@@ -72,6 +74,7 @@ LOCK = "run.lock"
 FSYNC_EVERY_S = 1.0  # the longest an appended episode line waits for its fsync
 FSYNC_BATCH = 64  # ... or this many unsynced lines, whichever comes first
 TEMPORARY_PREFIX = f".{HEADER}."  # atomic_write's temporary files for run.json
+NOTHING_TO_RESUME = "nothing to resume; start a run with --out instead"
 
 
 def now() -> str:
@@ -275,12 +278,9 @@ class RunFolder:
     ) -> tuple[RunHeader, FolderState]:
         """Read a folder and check it was made by this study (and holds this `shard` of it, or
         this `replay` sample); writes nothing."""
-        if not (path / HEADER).is_file():
-            raise RunFolderError(
-                f"{path} is not a run folder ({HEADER} is missing): nothing to resume; start a "
-                "run with --out instead"
-            )
-        header = read_header(path)
+        if not is_run_folder(path):
+            raise not_a_run_folder(path, NOTHING_TO_RESUME)
+        header = open_run(path).header
         theirs = measurement_of(header.preregistration)
         ours = plan.preregistration.measurement()
         if digest(theirs) != digest(ours):
@@ -522,17 +522,16 @@ class RunFolder:
 def stored_plan(path: Path) -> Plan:
     """The plan a run folder was made with (the pre-registration in its run.json): what
     `run --resume DIR` runs when no file is given."""
-    header = read_header(path)
-    return validate_preregistration(header.preregistration, source=str(path / HEADER))
+    return open_run(path, NOTHING_TO_RESUME).plan
 
 
 def resume_hint(path: Path) -> str:
     """The command that continues a run folder (a replay folder: its replay), quoted so it works
     when pasted."""
     replay: ReplayRecord | None = None
-    if path.name == REPLAY and (path / HEADER).is_file():
+    if path.name == REPLAY and is_run_folder(path):
         with contextlib.suppress(RunFolderError):
-            replay = read_header(path).replay
+            replay = open_run(path).header.replay
     if replay is not None:
         return (
             f"poisson-tasks replay {shlex.quote(str(path.parent))} --sample {replay.sample} "
@@ -545,10 +544,10 @@ def check_creatable(path: Path) -> None:
     """Refuse, writing nothing, a --out that is a file or already holds a run (or anything); the
     advice fits what it holds (a merged folder is never continued)."""
     if path.exists() and (not path.is_dir() or not _is_empty(path)):
-        if (path / HEADER).is_file():
+        if is_run_folder(path):
             merged = None
             with contextlib.suppress(RunFolderError):
-                merged = read_header(path).merged
+                merged = open_run(path).header.merged
             if merged is not None:
                 raise RunFolderError(
                     f"{path} already holds the merge of {merged.count} shard folders, which is "
