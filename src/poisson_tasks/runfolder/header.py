@@ -72,7 +72,7 @@ def _edited(source: Path, what: str) -> RunFolderError:
 def check_header(header: RunHeader, source: Path) -> Registered:
     """The header against the pre-registration it stores (`source` names its run.json).
 
-    A card decides with the header's thresholds, arms, seeds and attempts, and a merge with its
+    A card decides with the header's thresholds, arms, seeds and attempts (and prints its concurrency), and a merge with its
     shard record; each is a copy of what the stored pre-registration registers, so each is
     recomputed from that document (registered.py), and the document is held to its own hash. An
     edit of any one of them alone is refused in one line naming the field (RunFolderError)."""
@@ -88,6 +88,12 @@ def check_header(header: RunHeader, source: Path) -> Registered:
                 source,
                 f"thresholds.{name} is {theirs:g} but its pre-registration registered {value:g}",
             )
+    if ours.concurrency is not None and header.concurrency not in (None, ours.concurrency):
+        raise _edited(
+            source,
+            f"concurrency is {header.concurrency} but its pre-registration registered "
+            f"{ours.concurrency}",
+        )
     if tuple(header.arms) != ours.arms:
         raise _edited(source, "arms are not the ones its pre-registration's design.arms plans")
     if header.attempts != ours.attempts:
