@@ -29,6 +29,7 @@ import poisson_tasks.view
 from poisson_tasks.calibration import card_from_run
 from poisson_tasks.cli import app
 from poisson_tasks.generator import generate
+from poisson_tasks.runfolder import HEADER, RunHeader
 from poisson_tasks.view import build_view, write_view
 from poisson_tasks.view.diverge import first_divergence, task_changes
 from poisson_tasks.view.markdown import card_html
@@ -377,3 +378,19 @@ def test_terms_carry_their_definition_and_the_page_holds_the_glossary(small_page
     assert all(f">{html.escape(t.name)}</dt>" in section for t in TERMS)
     assert "<a href=#glossary>glossary</a>" in text  # linked from the page's header
     assert "<p class=cantell><strong>What this card can tell.</strong>" in text
+
+
+def test_the_view_reads_its_run_json_once(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One header read for the whole page: the folder's check, its card and its episodes all
+    take the header open_run read (the view used to parse run.json three times)."""
+    ours = (small / HEADER).read_bytes()
+    reads: list[bool] = []  # one per run.json parsed: this folder's, or a published card's
+    parse = RunHeader.model_validate_json
+
+    def counted(data: Any, *args: Any, **kwargs: Any) -> RunHeader:
+        reads.append(data == ours)
+        return parse(data, *args, **kwargs)
+
+    monkeypatch.setattr(RunHeader, "model_validate_json", counted)
+    build_view(small)
+    assert reads.count(True) == 1
