@@ -31,7 +31,10 @@ def is_run_folder(path: Path) -> bool:
 
 def not_a_run_folder(path: Path, fix: str) -> NotARunFolder:
     """The one error for a folder that holds no run, `fix` saying what to give instead."""
-    reason = f"{HEADER} is missing" if path.is_dir() else "no such folder"
+    if path.is_dir():
+        reason = f"{HEADER} is missing"
+    else:
+        reason = "not a folder" if path.exists() else "no such folder"
     return NotARunFolder(f"{path} is not a run folder ({reason}): {fix}")
 
 

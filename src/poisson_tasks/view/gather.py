@@ -25,7 +25,7 @@ from poisson_tasks.calibration.build import card_from_run
 from poisson_tasks.calibration.manifest import published_dir, published_facts, read_manifest
 from poisson_tasks.calibration.records import episode_tokens
 from poisson_tasks.calibration.render import render_document
-from poisson_tasks.errors import CardRefusal, PoissonError, RunFolderError
+from poisson_tasks.errors import CardRefusal, PoissonError
 from poisson_tasks.lifetime import die_with_parent
 from poisson_tasks.runfolder import RunFolder, RunHeader, open_run, uncached_input
 from poisson_tasks.view.diverge import first_divergence, flat_calls
@@ -69,11 +69,8 @@ def resolve_target(target: Path | None, published: str | None) -> tuple[RunFolde
             )
         return open_run(published_dir() / published), f"published card {published}"
     assert target is not None
-    if not target.exists():
-        raise RunFolderError(f"{target} does not exist: give a run folder (run.json + episodes)")
-    if not target.is_dir():
-        raise RunFolderError(f"{target} is not a folder: give a run folder (run.json + episodes)")
-    return open_run(target), str(target)  # a folder without run.json is named before any work
+    # a folder without run.json is named before any work
+    return open_run(target, "give a run folder (run.json + episodes)"), str(target)
 
 
 def _secret(header: RunHeader) -> str | None:
