@@ -28,9 +28,8 @@ from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.sameness import compare_cards
 from poisson_tasks.errors import MergeError, RunFolderError
 from poisson_tasks.reference import ReferenceServer, start_reference_server
-from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header
+from poisson_tasks.runfolder import EPISODES, HEADER, LOCK, iter_episodes, read_header
 from poisson_tasks.runner import run_preregistration
-from poisson_tasks.runner.folder import LOCK
 from poisson_tasks.runner.merge import merge_shards
 from poisson_tasks.runner.shard import Shard
 from poisson_tasks.view import write_view

@@ -45,8 +45,8 @@ from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.runfolder import (
     REPLAY,
+    OpenRun,
     RecordStream,
-    RunFolder,
     RunHeader,
     is_run_folder,
     open_run,
@@ -254,7 +254,7 @@ def _both(first: LineObserver, second: LineObserver) -> LineObserver:
 
 
 def _tallied(
-    run: RunFolder, observe: LineObserver | None = None, replay: ReplaySide | None = None
+    run: OpenRun, observe: LineObserver | None = None, replay: ReplaySide | None = None
 ) -> tuple[RunTally, RunHeader, RecordStream]:
     """One streamed pass over a run folder: every episode line read, checked against the
     header's plan and counted, the lines hashed on the way; no episode is kept (`observe` sees
@@ -290,12 +290,12 @@ def _with_replay(artifact: Artifact, replay: ReplaySide | None, header: RunHeade
     return artifact.model_copy(update={"reproducibility": measured})
 
 
-def _opened(folder: Path | str | RunFolder) -> RunFolder:
-    return folder if isinstance(folder, RunFolder) else open_run(folder)
+def _opened(folder: Path | str | OpenRun) -> OpenRun:
+    return folder if isinstance(folder, OpenRun) else open_run(folder)
 
 
 def artifact_from_run(
-    folder: Path | str | RunFolder,
+    folder: Path | str | OpenRun,
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
@@ -320,7 +320,7 @@ def artifact_from_run(
 
 
 def card_from_run(
-    folder: Path | str | RunFolder,
+    folder: Path | str | OpenRun,
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
@@ -335,7 +335,7 @@ def card_from_run(
     replay = ReplaySide.open(run.path)
     tally, header, stream = _tallied(run, observe, replay)
     if not tally.scored:
-        where = run.path if isinstance(folder, RunFolder) else folder
+        where = run.path if isinstance(folder, OpenRun) else folder
         raise CardRefusal(
             f"{where} holds no scored episode yet ({tally.totals.episodes} instrument failures): "
             f"nothing to card; run it first: poisson-tasks run --resume {shlex.quote(str(where))}"

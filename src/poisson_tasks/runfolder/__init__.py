@@ -1,9 +1,10 @@
 """The run folder: `run.json` (the header) and `episodes.jsonl` (one line per episode).
 
-One package owns it: its schema (schema.py), the header's reading, writing and check (header.py),
-the episode lines' one reader and appender (episodes.py), the plan's slots (slots.py), and
-`open_run` (reader.py), which every command that reads a folder goes through. The runner writes
-a folder (runner/folder.py, with write_header and append_episode) and calibration reads it.
+One package owns it: its schema (schema.py), the header's reading and check (header.py),
+the episode lines' one reader (episodes.py), its one writer (writer.py: header, lines, lock,
+what a kill leaves), the plan's slots (slots.py), and `open_run` (reader.py), which every
+command that reads a folder goes through. The runner's session loop (runner/folder.py) drives
+the writer; calibration reads through open_run.
 
 A run folder is append-only: episode lines are written as each episode ends and fsynced in
 batches (runner/folder.py), and the header is replaced atomically (write, fsync, rename), so a
@@ -47,7 +48,6 @@ from __future__ import annotations
 
 from poisson_tasks.runfolder.episodes import (
     RecordStream,
-    append_episode,
     episode_lines,
     iter_episodes,
     records_sha256,
@@ -59,10 +59,9 @@ from poisson_tasks.runfolder.header import (
     not_a_run_folder,
     read_checked,
     read_header,
-    write_header,
 )
 from poisson_tasks.runfolder.reader import (
-    RunFolder,
+    OpenRun,
     open_run,
 )
 from poisson_tasks.runfolder.schema import (
@@ -94,6 +93,17 @@ from poisson_tasks.runfolder.schema import (
 from poisson_tasks.runfolder.slots import (
     PlanSlots,
 )
+from poisson_tasks.runfolder.writer import (
+    LOCK,
+    TEMPORARY_PREFIX,
+    FolderLock,
+    append_episode,
+    is_empty,
+    now,
+    remove_partial,
+    truncate_torn_tail,
+    write_header,
+)
 
 __all__ = [
     "CARD_DIR",
@@ -103,19 +113,22 @@ __all__ = [
     "HEADER",
     "HEADER_MAX_BYTES",
     "LINE_MAX_BYTES",
+    "LOCK",
     "REPLAY",
     "RUN_FIRST",
     "STOP_WORDS",
+    "TEMPORARY_PREFIX",
     "USAGE_UNCACHED_KEYS",
     "EpisodeLine",
+    "FolderLock",
     "MergeRecord",
     "MergedShard",
+    "OpenRun",
     "OwnToolsRecord",
     "PacingRecord",
     "PlanSlots",
     "RecordStream",
     "ReplayRecord",
-    "RunFolder",
     "RunHeader",
     "Session",
     "ShardRecord",
@@ -125,14 +138,18 @@ __all__ = [
     "append_episode",
     "check_header",
     "episode_lines",
+    "is_empty",
     "is_run_folder",
     "iter_episodes",
     "not_a_run_folder",
+    "now",
     "open_run",
     "read_checked",
     "read_header",
     "records_sha256",
+    "remove_partial",
     "stop_words",
+    "truncate_torn_tail",
     "uncached_input",
     "write_header",
 ]

@@ -1,4 +1,4 @@
-"""episodes.jsonl: the one reader of a run folder's episode lines, and the one appender.
+"""episodes.jsonl: the one reader of a run folder's episode lines (writer.py appends them).
 
 Every command reads the lines here: `episode_lines` (parsed, plain or gzip-packed, line
 numbers kept), `iter_episodes` (the runner's own file, on resume) and `RecordStream` (the card's
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -263,10 +262,3 @@ class RecordStream:
                     yield number, doc
         except _UNREADABLE as exc:
             raise _unreadable(path, exc) from exc
-
-
-def append_episode(fh: Any, line: EpisodeLine) -> None:
-    """Append one episode line and flush it to disk before the next episode is counted."""
-    fh.write(line.model_dump_json().encode() + b"\n")
-    fh.flush()
-    os.fsync(fh.fileno())

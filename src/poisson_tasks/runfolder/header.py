@@ -1,24 +1,15 @@
-"""run.json: written atomically, read within its limit, and held to the pre-registration it
-stores (check_header), so a header edited after its run is refused in one line naming the field."""
+"""run.json read: within its limit, and held to the pre-registration it stores (check_header), so a
+header edited after its run is refused in one line naming the field (writer.py writes it)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from poisson_tasks.errors import NotARunFolder, RunFolderError
-from poisson_tasks.files import atomic_write, os_problem, read_limited
+from poisson_tasks.files import os_problem, read_limited
 from poisson_tasks.prereg import Thresholds
 from poisson_tasks.registered import Registered, registered
 from poisson_tasks.runfolder.schema import HEADER, HEADER_MAX_BYTES, RunHeader
-
-
-def write_header(folder: Path, header: RunHeader) -> None:
-    """Replace run.json atomically so a kill or a full disk never leaves half a header."""
-    folder.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(header.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-    atomic_write(folder / HEADER, data.encode("utf-8"))
-
 
 RUN_FIRST = "run `poisson-tasks run` first"  # the fix for a folder that holds no run yet
 

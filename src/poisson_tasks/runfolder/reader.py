@@ -21,7 +21,7 @@ from poisson_tasks.runfolder.slots import PlanSlots
 
 
 @dataclass(frozen=True)
-class RunFolder:
+class OpenRun:
     """A run folder opened: its checked header, what it registers, and its episodes on demand."""
 
     path: Path
@@ -58,10 +58,10 @@ class RunFolder:
         return RecordStream(self.path)
 
 
-def open_run(folder: Path | str, fix: str = RUN_FIRST) -> RunFolder:
+def open_run(folder: Path | str, fix: str = RUN_FIRST) -> OpenRun:
     """The run folder at `folder`, its header read and checked once: NotARunFolder (its line
     ending in `fix`, what to give instead) where it holds no run, RunFolderError where its header
     is damaged or was edited after its run."""
     path = Path(folder)
     header, registered = read_checked(path, fix)
-    return RunFolder(path, header, registered)
+    return OpenRun(path, header, registered)

@@ -52,6 +52,7 @@ from poisson_tasks.reference import start_reference_server
 from poisson_tasks.runfolder import (
     HEADER,
     EpisodeLine,
+    FolderLock,
     OwnToolsRecord,
     ReplayRecord,
     RunHeader,
@@ -63,7 +64,6 @@ from poisson_tasks.runner.budget import Limits
 from poisson_tasks.runner.endpoint import Counters, Endpoint
 from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import (
-    FolderLock,
     FolderState,
     RunFolder,
     check_creatable,

@@ -27,7 +27,7 @@ from poisson_tasks.calibration.records import episode_tokens
 from poisson_tasks.calibration.render import render_document
 from poisson_tasks.errors import CardRefusal, PoissonError
 from poisson_tasks.lifetime import die_with_parent
-from poisson_tasks.runfolder import RunFolder, RunHeader, open_run, uncached_input
+from poisson_tasks.runfolder import OpenRun, RunHeader, open_run, uncached_input
 from poisson_tasks.view.diverge import first_divergence, flat_calls
 from poisson_tasks.view.packing import pack, scrubbed
 from poisson_tasks.view.tasks import TaskSet, regenerate
@@ -56,7 +56,7 @@ class Collected:
         return scrubbed(value, self.secret)
 
 
-def resolve_target(target: Path | None, published: str | None) -> tuple[RunFolder, str]:
+def resolve_target(target: Path | None, published: str | None) -> tuple[OpenRun, str]:
     """The run folder to read and the report's title: a run folder, or a published card's name."""
     if (target is None) == (published is None):
         raise PoissonError("give a run folder, or --published NAME (one of the two, not both)")
@@ -115,7 +115,7 @@ def _tasks(arms: list[str], seeds: list[int], secret: str | None) -> Callable[[]
     return wait
 
 
-def collect(run: RunFolder, title: str, *, published: bool = False) -> Collected:
+def collect(run: OpenRun, title: str, *, published: bool = False) -> Collected:
     """Read a run folder once for its card and its episodes while its tasks are regenerated."""
     folder, header = run.path, run.header
     seeds = list(dict.fromkeys(header.seeds))
