@@ -44,7 +44,7 @@ from poisson_tasks.probe.rules import (
     read_verdict,
     rule_text,
 )
-from poisson_tasks.runfolder import is_run_folder, read_header
+from poisson_tasks.runfolder import is_run_folder, open_run
 
 
 def phase1_check(reg: ProbeRegistration, root: Path, label: str) -> Phase1Check | None:
@@ -115,7 +115,7 @@ def effective_arm_runs(
 
 
 def _provenance(root: Path, folder: Path, label: str, phase: str) -> RunProvenance:
-    header = read_header(folder)
+    header = open_run(folder).header
     return RunProvenance(
         model=label,
         phase=phase,
@@ -229,7 +229,7 @@ def analyse(root: Path | str) -> ProbeResult:
                 f"cause on the runner's side; the cause given: {note.cause}. The void attempt "
                 "is kept and listed below."
             )
-        seeds = read_header(arms_folder(root, label)).seeds
+        seeds = open_run(arms_folder(root, label)).header.seeds
         cells: dict[str, ArmCounts] = {}
         bad: dict[str, str] = {}
         spent = _spend(records_from_run(phase1_folder(root, label)))
