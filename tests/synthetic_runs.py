@@ -1,4 +1,4 @@
-"""Synthetic run folders written through runfolder.py, with outcomes chosen by the test.
+"""Synthetic run folders written through poisson_tasks.runfolder, with outcomes chosen by the test.
 
 Nothing here is a model's result: every figure a card computes from these folders is synthetic
 and exists to check the card's arithmetic against a hand computation.
@@ -177,7 +177,7 @@ def line(
 
 
 def write_run(folder: Path, head: RunHeader, lines: Iterable[EpisodeLine]) -> Path:
-    """Write run.json and episodes.jsonl through runfolder.py."""
+    """Write run.json and episodes.jsonl through poisson_tasks.runfolder."""
     write_header(folder, head)
     with (folder / EPISODES).open("ab") as fh:
         for ln in lines:

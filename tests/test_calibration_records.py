@@ -148,7 +148,7 @@ def test_missing_header_names_the_fix(tmp_path: Path) -> None:
 
 def _prereg(name: str) -> dict[str, object]:
     """A shipped pre-registration's plan as a run header records it: the document, its hash, and
-    the arms, seeds, attempts and thresholds it registers (the header's copies of them)."""
+    the arms, seeds, attempts, thresholds and concurrency it registers (the header's copies)."""
     doc = yaml.safe_load((ROOT / "preregistrations" / name).read_text())
     plan = validate_preregistration(doc)
     return {
@@ -159,6 +159,7 @@ def _prereg(name: str) -> dict[str, object]:
         "seed_list_hash": plan.seed_list_hash,
         "attempts": plan.attempts,
         "thresholds": plan.preregistration.thresholds,
+        "concurrency": plan.preregistration.execution.concurrency,
     }
 
 

@@ -16,7 +16,6 @@ from synthetic_runs import FAKE_ENGINE_HASH, header, line, write_run
 
 from poisson_tasks.calibration import card_from_run, provenance_from_run, records_from_run
 from poisson_tasks.calibration.records import (
-    LINE_TYPES,
     EpisodeRecord,
     EpisodeRow,
     RecordStream,
@@ -27,6 +26,7 @@ from poisson_tasks.calibration.records import (
 )
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.runfolder import EPISODES, EpisodeLine, read_header
+from poisson_tasks.runfolder.episodes import LINE_TYPES
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "calibration"

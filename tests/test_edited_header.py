@@ -105,6 +105,15 @@ EDITS: list[tuple[str, Callable[[dict[str, Any]], None], bool, str]] = [
     ("a seed dropped", _drop_last("seeds"), False, "seeds or seed_list_hash are not the ones"),
     ("the seed list's hash", _set_in("seed_list_hash", value="0" * 64), False, "seed_list_hash"),
     ("attempts", _set_in("attempts", value=2), False, "attempts is 2 but its pre-registration"),
+    (
+        "the concurrency a card prints, its document as a run writes it (execution registered)",
+        lambda h: (
+            h["preregistration"].update(execution={"concurrency": h["concurrency"]}),
+            h.update(concurrency=64),
+        ),
+        True,
+        "concurrency is 64 but its pre-registration registered 4",
+    ),
     ("the hash", _set_in("preregistration_hash", value="0" * 64), False, "preregistration_hash"),
     (
         "a session renumbered",

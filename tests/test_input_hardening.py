@@ -139,7 +139,7 @@ def test_a_line_longer_than_its_limit_is_refused(
 ) -> None:
     folder = _copy(small_run, tmp_path)
     longest = max(len(x) for x in (folder / EPISODES).read_bytes().splitlines(keepends=True))
-    monkeypatch.setattr(runfolder, "LINE_MAX_BYTES", longest - 1)
+    monkeypatch.setattr(runfolder.episodes, "LINE_MAX_BYTES", longest - 1)  # the lines' reader
     with pytest.raises(RunFolderError, match="holds a line longer than"):
         list(runfolder.iter_episodes(folder))
 

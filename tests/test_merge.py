@@ -28,9 +28,8 @@ from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.sameness import compare_cards
 from poisson_tasks.errors import MergeError, RunFolderError
 from poisson_tasks.reference import ReferenceServer, start_reference_server
-from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header
+from poisson_tasks.runfolder import EPISODES, HEADER, LOCK, iter_episodes, read_header
 from poisson_tasks.runner import run_preregistration
-from poisson_tasks.runner.folder import LOCK
 from poisson_tasks.runner.merge import merge_shards
 from poisson_tasks.runner.shard import Shard
 from poisson_tasks.view import write_view
@@ -275,7 +274,7 @@ def test_a_shard_served_by_another_vllm_version_is_named(tmp_path: Path) -> None
 
 def test_a_folder_that_is_not_a_shard_is_named(study: dict[str, Any], tmp_path: Path) -> None:
     _refused(study, [study["whole"], *study["shards"][1:]], "is not a shard folder")
-    _refused(study, [tmp_path / "nowhere"], "is not a run folder (run.json is missing)")
+    _refused(study, [tmp_path / "nowhere"], "is not a run folder (no such folder)")
     with pytest.raises(MergeError, match="give the shard folders"):
         merge_shards([], tmp_path / "m")
 

@@ -27,9 +27,16 @@ from poisson_tasks.calibration.output import write_card
 from poisson_tasks.errors import OutputError, RunFolderError
 from poisson_tasks.prereg import load_preregistration
 from poisson_tasks.reference import ReferenceServer
-from poisson_tasks.runfolder import EPISODES, HEADER, iter_episodes, read_header, write_header
+from poisson_tasks.runfolder import (
+    EPISODES,
+    HEADER,
+    LOCK,
+    FolderLock,
+    iter_episodes,
+    read_header,
+    write_header,
+)
 from poisson_tasks.runner import run_preregistration
-from poisson_tasks.runner.folder import LOCK, FolderLock
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
 CLI = [sys.executable, "-m", "poisson_tasks.cli"]

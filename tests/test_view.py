@@ -30,6 +30,7 @@ from poisson_tasks.calibration import card_from_run
 from poisson_tasks.calibration.sections.knob import render_knob
 from poisson_tasks.cli import app
 from poisson_tasks.generator import generate
+from poisson_tasks.runfolder import HEADER, RunHeader
 from poisson_tasks.view import build_view, write_view
 from poisson_tasks.view.cardhtml import card_sections
 from poisson_tasks.view.diverge import first_divergence, task_changes
@@ -304,8 +305,8 @@ runner = CliRunner()
         (["view", "--out", "{tmp}/r.html"], "give a run folder, or --published NAME"),
         (["view", "{run}", "--published", "reference-noisy", "--out", "{tmp}/r.html"], "not both"),
         (["view", "--published", "nope", "--out", "{tmp}/r.html"], "is not a published card"),
-        (["view", "{tmp}/absent", "--out", "{tmp}/r.html"], "does not exist"),
-        (["view", "{run}/run.json", "--out", "{tmp}/r.html"], "is not a folder"),
+        (["view", "{tmp}/absent", "--out", "{tmp}/r.html"], "is not a run folder (no such folder)"),
+        (["view", "{run}/run.json", "--out", "{tmp}/r.html"], "is not a run folder (not a folder)"),
         (["view", "{tmp}", "--out", "{tmp}/r.html"], "run.json is missing"),
         (["view", "{run}"], "--out is required"),
         (["view", "{run}", "--out", "{tmp}"], "is a folder"),
@@ -420,3 +421,19 @@ def test_a_missing_figure_reads_as_on_the_card(small: Path) -> None:
     assert row is not None
     text = html.unescape(re.sub(r"<[^>]+>", "|", row[0]))
     assert "|n/a|" in text and "—" not in text
+
+
+def test_the_view_reads_its_run_json_once(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One header read for the whole page: the folder's check, its card and its episodes all
+    take the header open_run read (the view used to parse run.json three times)."""
+    ours = (small / HEADER).read_bytes()
+    reads: list[bool] = []  # one per run.json parsed: this folder's, or a published card's
+    parse = RunHeader.model_validate_json
+
+    def counted(data: Any, *args: Any, **kwargs: Any) -> RunHeader:
+        reads.append(data == ours)
+        return parse(data, *args, **kwargs)
+
+    monkeypatch.setattr(RunHeader, "model_validate_json", counted)
+    build_view(small)
+    assert reads.count(True) == 1

@@ -10,6 +10,7 @@ fix in one line.
     ├── PinError (ValueError)         bundles that do not make one contrast, bad --arms/--seeds
     ├── PinRefusal                    a contrast the pin ledger refuses
     ├── RunFolderError                a run folder that is missing, foreign or damaged
+    │   └── NotARunFolder             a folder that holds no run (no run.json)
     ├── EndpointError                 an endpoint that cannot be reached or refuses the credentials
     │   ├── OutOfCredit               the provider says the account is out of credit
     │   └── ArmDoesNotFit             an arm's first request already exceeds the context window
@@ -23,6 +24,10 @@ fix in one line.
     ├── PublishedCardError            exit 1: a published card is missing or differs from a rebuild
     └── GeneratorFault (RuntimeError) exit 70: the generator built a task its reference cannot
                                       solve: a bug in this package, never the user's input
+
+    OSError                           what reading a named file raises (files.py); each reader
+    ├── NotARegularFile               turns it into one line with files.os_problem
+    └── TooLarge
 """
 
 from __future__ import annotations
@@ -83,6 +88,11 @@ class PinRefusal(PoissonError):
 
 class RunFolderError(PoissonError):
     """A run folder that is missing, from another pre-registration, or damaged."""
+
+
+class NotARunFolder(RunFolderError):
+    """A folder that holds no run (no run.json): the one error every command gives for it
+    (runfolder.not_a_run_folder words it)."""
 
 
 class ShardError(PoissonError):
@@ -191,3 +201,11 @@ class OutputError(PoissonError):
 
 class LocalServeError(PoissonError):
     """serve-local cannot start: no model file, a refused chat template, a server that fails."""
+
+
+class NotARegularFile(OSError):
+    """A path that names a directory, a FIFO, a device or a socket where a file is read."""
+
+
+class TooLarge(OSError):
+    """A file (or one line of it) longer than its documented limit."""

@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from poisson_tasks.errors import NotARegularFile, TooLarge
+
 __all__ = [
-    "NotARegularFile",
-    "TooLarge",
     "atomic_write",
     "fsync_dir",
     "lines_limited",
@@ -31,14 +31,6 @@ __all__ = [
     "os_problem",
     "read_limited",
 ]
-
-
-class NotARegularFile(OSError):
-    """A path that names a directory, a FIFO, a device or a socket where a file is read."""
-
-
-class TooLarge(OSError):
-    """A file (or one line of it) longer than its documented limit."""
 
 
 def _kind(mode: int) -> str:

@@ -43,8 +43,8 @@ from pydantic import BaseModel, ConfigDict
 from poisson_tasks.bundle import TaskBundle, ToolCall, canonical_json, digest
 from poisson_tasks.domain.ledger import ToolBinding
 from poisson_tasks.domain.vocabulary import CLASSES, LADDER, READ_NOUNS, READ_VERBS
-from poisson_tasks.errors import ToolFileError
-from poisson_tasks.files import NotARegularFile, TooLarge, read_limited
+from poisson_tasks.errors import NotARegularFile, TooLarge, ToolFileError
+from poisson_tasks.files import read_limited
 
 MAX_BYTES = 1_000_000
 MAX_TOOLS = 128

@@ -2,7 +2,7 @@
 
 A run folder's run.json stores the pre-registration its run was made with (its JSON form, as
 validate left it) beside copies of what that document decides: the plan's arms, seeds and
-attempts, the thresholds, and for a shard or a merge the plan hash. Those copies are what a card
+attempts, the thresholds, the concurrency, and for a shard or a merge the plan hash. Those copies are what a card
 and a merge read, so a reader holds each one to the document (runfolder.check_header); this
 module recomputes them. It reads a document from another machine: every size is bounded by the
 limits `validate` enforces before anything is derived from it (deriving seeds is work), and a
@@ -63,6 +63,7 @@ class Registered:
     seed_list_hash: str
     attempts: int
     thresholds: Thresholds
+    concurrency: int | None = None  # execution.concurrency; None in a document without it
 
     @property
     def tasks(self) -> int:
@@ -120,6 +121,14 @@ def _thresholds(document: Mapping[str, Any], source: Path) -> Thresholds:
         raise _damaged(source, f"thresholds ({str(exc).splitlines()[0]})") from None
 
 
+def _concurrency(document: Mapping[str, Any], source: Path) -> int | None:
+    execution = document.get("execution")
+    value = execution.get("concurrency") if isinstance(execution, Mapping) else None
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise _damaged(source, "execution.concurrency is not a positive integer as a run writes it")
+    return value
+
+
 def registered(document: dict[str, Any], source: Path) -> Registered:
     """What `document` (a stored pre-registration; `source` names the file it came from)
     registers. RunFolderError in one line where it is not as a run writes one."""
@@ -150,4 +159,5 @@ def registered(document: dict[str, Any], source: Path) -> Registered:
         seed_list_hash=seed_list_hash(seeds),
         attempts=attempts,
         thresholds=_thresholds(document, source),
+        concurrency=_concurrency(document, source),
     )

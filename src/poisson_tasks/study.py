@@ -16,7 +16,7 @@ from poisson_tasks.calibration.artifact import Reproducibility
 from poisson_tasks.calibration.reproducibility import measure_replay
 from poisson_tasks.calibration.runcard import StudyResult, card_study, run_arm, run_study
 from poisson_tasks.calibration.sections.replay import reproducibility_lines
-from poisson_tasks.runfolder import read_header
+from poisson_tasks.runfolder import open_run
 from poisson_tasks.runner import RunSummary, replay_run, summary_lines
 
 __all__ = [
@@ -72,5 +72,5 @@ def replay_study(
     return ReplayResult(
         summary=summary,
         reproducibility=measure_replay(run_dir),
-        confidence=read_header(Path(run_dir)).thresholds.confidence,
+        confidence=open_run(run_dir).thresholds.confidence,
     )

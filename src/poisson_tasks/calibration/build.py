@@ -36,14 +36,21 @@ from poisson_tasks.calibration.figures import CellCounts, build_cell, no_call_sh
 from poisson_tasks.calibration.firstrequest import first_request_pin
 from poisson_tasks.calibration.manifest import published_facts
 from poisson_tasks.calibration.provenance import Provenance, provenance_from_header
-from poisson_tasks.calibration.records import EpisodeRecord, RecordStream, episode_rows
+from poisson_tasks.calibration.records import EpisodeRecord, episode_rows
 from poisson_tasks.calibration.reproducibility import ReplaySide
 from poisson_tasks.calibration.statements import build_statements, stale_hashes
 from poisson_tasks.calibration.tally import RunTally
 from poisson_tasks.errors import CardRefusal, RunFolderError
 from poisson_tasks.hashes import engine_hash, generator_hash
 from poisson_tasks.prereg import Thresholds
-from poisson_tasks.runfolder import HEADER, REPLAY, RunHeader, read_header
+from poisson_tasks.runfolder import (
+    REPLAY,
+    OpenRun,
+    RecordStream,
+    RunHeader,
+    is_run_folder,
+    open_run,
+)
 
 __all__ = [
     "LineObserver",
@@ -247,26 +254,24 @@ def _both(first: LineObserver, second: LineObserver) -> LineObserver:
 
 
 def _tallied(
-    folder: Path, observe: LineObserver | None = None, replay: ReplaySide | None = None
+    run: OpenRun, observe: LineObserver | None = None, replay: ReplaySide | None = None
 ) -> tuple[RunTally, RunHeader, RecordStream]:
     """One streamed pass over a run folder: every episode line read, checked against the
     header's plan and counted, the lines hashed on the way; no episode is kept (`observe` sees
     each line's fields before it is checked) but the replayed slots' lines `replay` keeps."""
-    header = read_header(folder)
+    folder, header = run.path, run.header
     if header.replay is not None:  # the other kind of folder: say so, not that it is incomplete
-        run = (
-            folder.parent if folder.name == REPLAY and (folder.parent / HEADER).is_file() else None
-        )
+        whole = folder.parent if folder.name == REPLAY and is_run_folder(folder.parent) else None
         raise RunFolderError(
             f"{folder} holds a replay ({header.replay.sample} of a run's scored slots run again), "
             "not a run: what came out the same is the Reproducibility section of the run's card: "
             + (
-                f"poisson-tasks card {shlex.quote(str(run))}"
-                if run
+                f"poisson-tasks card {shlex.quote(str(whole))}"
+                if whole
                 else "card the run it came from"
             )
         )
-    stream = RecordStream(folder)
+    stream = run.stream()
     tally = RunTally(header.arms, header.seeds, header.attempts)
     add = tally.add
     if replay is not None:
@@ -285,8 +290,12 @@ def _with_replay(artifact: Artifact, replay: ReplaySide | None, header: RunHeade
     return artifact.model_copy(update={"reproducibility": measured})
 
 
+def _opened(folder: Path | str | OpenRun) -> OpenRun:
+    return folder if isinstance(folder, OpenRun) else open_run(folder)
+
+
 def artifact_from_run(
-    folder: Path | str,
+    folder: Path | str | OpenRun,
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
@@ -294,9 +303,11 @@ def artifact_from_run(
     published: Sequence[PublishedFacts] | None = None,
 ) -> Artifact:
     """build_artifact(records_from_run(folder), provenance_from_run(folder)) in one streamed pass;
-    a replay in the folder (RUN_DIR/replay/) adds the Reproducibility section."""
-    replay = ReplaySide.open(Path(folder))
-    tally, header, stream = _tallied(Path(folder), replay=replay)
+    a replay in the folder (RUN_DIR/replay/) adds the Reproducibility section. `folder` may be
+    one open_run opened already (its header is then not read again)."""
+    run = _opened(folder)
+    replay = ReplaySide.open(run.path)
+    tally, header, stream = _tallied(run, replay=replay)
     artifact = artifact_from_tally(
         tally,
         provenance_from_header(header, stream.sha256, stream.written),
@@ -309,7 +320,7 @@ def artifact_from_run(
 
 
 def card_from_run(
-    folder: Path | str,
+    folder: Path | str | OpenRun,
     thresholds: Thresholds | None = None,
     *,
     installed_generator_hash: str | None = None,
@@ -320,12 +331,14 @@ def card_from_run(
     """artifact_from_run, refusing a folder with no scored episode (a run stopped before its
     first, or only instrument failures) with CardRefusal: a card of nothing but "n/a" would read
     as a result. `observe`, when given, is called with each episode line as the pass reads it."""
-    replay = ReplaySide.open(Path(folder))
-    tally, header, stream = _tallied(Path(folder), observe, replay)
+    run = _opened(folder)
+    replay = ReplaySide.open(run.path)
+    tally, header, stream = _tallied(run, observe, replay)
     if not tally.scored:
+        where = run.path if isinstance(folder, OpenRun) else folder
         raise CardRefusal(
-            f"{folder} holds no scored episode yet ({tally.totals.episodes} instrument failures): "
-            f"nothing to card; run it first: poisson-tasks run --resume {shlex.quote(str(folder))}"
+            f"{where} holds no scored episode yet ({tally.totals.episodes} instrument failures): "
+            f"nothing to card; run it first: poisson-tasks run --resume {shlex.quote(str(where))}"
         )
     artifact = artifact_from_tally(
         tally,

@@ -14,7 +14,7 @@ from pathlib import Path
 from poisson_tasks.calibration.artifact import PublishedFacts
 from poisson_tasks.calibration.provenance import provenance_from_header
 from poisson_tasks.errors import PublishedCardError
-from poisson_tasks.runfolder import HEADER, read_header
+from poisson_tasks.runfolder import is_run_folder, open_run
 
 MANIFEST = "manifest.json"
 SHIPPED = ("data", "published")  # inside the package: where a wheel carries the cards (setup.py)
@@ -74,9 +74,9 @@ def published_facts(directory: Path | None = None) -> list[PublishedFacts]:
     out = []
     for name in read_manifest(base):
         folder = base / name
-        if not (folder / HEADER).is_file():
+        if not is_run_folder(folder):
             continue
-        provenance = provenance_from_header(read_header(folder), records_hash="")
+        provenance = provenance_from_header(open_run(folder).header, records_hash="")
         out.append(
             PublishedFacts(
                 name=name,

@@ -22,7 +22,7 @@ from poisson_tasks.calibration.plot import write_plots
 from poisson_tasks.calibration.render import render_document
 from poisson_tasks.errors import OutputError
 from poisson_tasks.files import atomic_write, os_problem, read_limited
-from poisson_tasks.runfolder import CARD_DIR, HEADER, HEADER_MAX_BYTES
+from poisson_tasks.runfolder import CARD_DIR, HEADER_MAX_BYTES, is_run_folder
 
 CARD_JSON = "card.json"
 CARD_MD = "card.md"
@@ -98,7 +98,7 @@ def _owning_run(path: Path) -> Path | None:
     """The run folder `path` is, or lies inside: the nearest folder at or above it with run.json."""
     here = path.resolve()
     for folder in (here, *here.parents):
-        if (folder / HEADER).is_file():
+        if is_run_folder(folder):
             return folder
     return None
 

@@ -33,7 +33,6 @@ from pydantic import (
 )
 
 from poisson_tasks.arms import parse_arm_id
-from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.local.facts import LlamaCppFacts
 from poisson_tasks.prereg import Thresholds
@@ -45,7 +44,7 @@ from poisson_tasks.runfolder import (
     PacingRecord,
     RunHeader,
     StopReason,
-    read_header,
+    open_run,
 )
 from poisson_tasks.servingpin import (
     compare_serving,
@@ -373,8 +372,8 @@ def provenance_from_header(
 
 def provenance_from_run(folder: Path | str) -> Provenance:
     """The Provenance block of a run folder (header plus the hash of its episode lines)."""
-    path = Path(folder)
-    stream = RecordStream(path)
+    run = open_run(folder)
+    stream = run.stream()
     for _ in stream:  # one pass: every line checked and hashed, lines counted per session
         pass
-    return provenance_from_header(read_header(path), stream.sha256, stream.written)
+    return provenance_from_header(run.header, stream.sha256, stream.written)

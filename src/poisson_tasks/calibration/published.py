@@ -39,7 +39,7 @@ from poisson_tasks.calibration.output import CARD_JSON, CARD_MD, card_files
 from poisson_tasks.calibration.records import EPISODES_GZ
 from poisson_tasks.calibration.sections.text import percent
 from poisson_tasks.errors import CardRefusal, PoissonError, PublishedCardError
-from poisson_tasks.runfolder import EPISODES, HEADER, read_header
+from poisson_tasks.runfolder import EPISODES, HEADER, is_run_folder, open_run
 from poisson_tasks.supplied import markdown_code
 
 __all__ = [
@@ -70,7 +70,7 @@ class PublishedCheck(BaseModel):
 
 
 def _has_records(folder: Path) -> bool:
-    return (folder / HEADER).is_file() and (
+    return is_run_folder(folder) and (
         (folder / EPISODES).is_file() or (folder / EPISODES_GZ).is_file()
     )
 
@@ -168,7 +168,7 @@ def store_published(run_dir: Path | str, name: str, directory: Path | None = Non
     if not CARD_NAME.match(name):
         raise PublishedCardError(f"card name {name!r} must be lowercase letters, digits and -")
     run = Path(run_dir)
-    read_header(run)  # a run folder, or RunFolderError
+    open_run(run)  # a run folder, or RunFolderError
     if not (run / EPISODES).is_file():
         raise PublishedCardError(f"{run} has no {EPISODES}: only a finished run can be published")
     artifact_from_run(run, published=[])  # refusals first

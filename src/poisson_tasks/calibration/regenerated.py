@@ -18,11 +18,10 @@ from pydantic import BaseModel, ConfigDict
 
 from poisson_tasks.calibration.manifest import published_dir, read_manifest
 from poisson_tasks.calibration.published import PublishedCheck
-from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.errors import PoissonError
 from poisson_tasks.generator import generate
 from poisson_tasks.hashes import generator_hash
-from poisson_tasks.runfolder import read_header
+from poisson_tasks.runfolder import open_run
 
 __all__ = ["TaskCheck", "check_published_tasks", "check_tasks"]
 
@@ -91,11 +90,12 @@ def _opening(transcript: Any) -> list[Any] | None:
 
 def check_tasks(folder: Path) -> TaskCheck:
     """Regenerate every task of the run folder's plan and hold each record of it to the task."""
-    header = read_header(folder)
+    run = open_run(folder)
+    header = run.header
     planned = [(arm, seed) for arm in header.arms for seed in header.seeds]
     records: dict[tuple[str, int], list[tuple[str, list[Any] | None]]] = defaultdict(list)
     count = 0
-    for _, line in RecordStream(folder):
+    for _, line in run.stream():
         records[(line["arm_id"], line["seed"])].append(
             (line["task_id"], _opening(line["transcript"]))
         )

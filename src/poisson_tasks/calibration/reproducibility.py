@@ -22,9 +22,8 @@ from typing import Any, Literal
 
 from poisson_tasks.calibration.artifact import FirstDifference, ReplayShare, Reproducibility
 from poisson_tasks.calibration.intervals import rate_interval
-from poisson_tasks.calibration.records import RecordStream
 from poisson_tasks.prereg import Thresholds
-from poisson_tasks.runfolder import HEADER, REPLAY, RunHeader, read_header
+from poisson_tasks.runfolder import REPLAY, RunHeader, is_run_folder, open_run
 from poisson_tasks.seeding import replay_seed_phrase
 from poisson_tasks.servingpin import N10_FIELDS, ServingFacts, compare_serving, session_facts
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
@@ -205,14 +204,14 @@ class ReplaySide:
         """The replay in RUN_DIR/replay/, read whole (its lines are few), or None when there is
         none: the card then says "not replayed"."""
         folder = run_dir / REPLAY
-        if not (folder / HEADER).is_file():
+        if not is_run_folder(folder):
             return None
-        header = read_header(folder)
-        if header.replay is None:
+        replay = open_run(folder)
+        if replay.header.replay is None:
             return None
-        stream = RecordStream(folder)
+        stream = replay.stream()
         lines = {_key(doc): doc for _, doc in stream if _scored(doc)}
-        return cls(folder, header, lines, stream.sha256)
+        return cls(folder, replay.header, lines, stream.sha256)
 
     def keep(self, number: int, doc: Mapping[str, Any]) -> None:
         """An observer for the card's pass over the run: keeps the run's scored line of every
@@ -292,7 +291,7 @@ def measure_replay(run_dir: Path | str) -> Reproducibility | None:
     replay = ReplaySide.open(folder)
     if replay is None:
         return None
-    header = read_header(folder)
-    for number, doc in RecordStream(folder):
+    run = open_run(folder)
+    for number, doc in run.stream():
         replay.keep(number, doc)
-    return replay.measure(header, header.thresholds)
+    return replay.measure(run.header, run.thresholds)

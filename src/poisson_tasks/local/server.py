@@ -41,8 +41,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from poisson_tasks.errors import LocalServeError, MissingExtraError
-from poisson_tasks.files import NotARegularFile, open_regular, os_problem
+from poisson_tasks.errors import LocalServeError, MissingExtraError, NotARegularFile
+from poisson_tasks.files import open_regular, os_problem
 from poisson_tasks.local.choice import TemplateChoice, choose_template
 from poisson_tasks.local.defaults import (
     AUTO,

@@ -33,8 +33,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from poisson_tasks.errors import LocalServeError, MissingExtraError
-from poisson_tasks.files import TooLarge, read_limited
+from poisson_tasks.errors import LocalServeError, MissingExtraError, TooLarge
+from poisson_tasks.files import read_limited
 from poisson_tasks.local.defaults import AUTO, EMBEDDED, TEMPLATE_SUFFIX, shipped_templates
 from poisson_tasks.local.gguf import GgufMetadata
 

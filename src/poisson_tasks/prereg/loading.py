@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from poisson_tasks.errors import PreregistrationError
-from poisson_tasks.files import NotARegularFile, TooLarge, read_limited
+from poisson_tasks.errors import NotARegularFile, PreregistrationError, TooLarge
+from poisson_tasks.files import read_limited
 from poisson_tasks.prereg.limits import MAX_DEPTH, MAX_FILE_BYTES, YAML_LIMITS
 from poisson_tasks.prereg.schema import Plan
 from poisson_tasks.prereg.validate import validate_preregistration

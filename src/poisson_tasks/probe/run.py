@@ -36,6 +36,7 @@ from poisson_tasks.probe.design import (
 from poisson_tasks.probe.figures import ProbeResult
 from poisson_tasks.probe.render import write_result
 from poisson_tasks.probe.table import analyse, effective_arm_runs, phase1_check
+from poisson_tasks.runfolder import is_run_folder
 from poisson_tasks.runner import run_preregistration
 from poisson_tasks.runner.progress import Heartbeat
 
@@ -83,7 +84,7 @@ def _dollars(recs: list[EpisodeRecord], rates: Rates | None) -> float:
 def _spent(folders: list[Path], rates: Rates | None) -> tuple[int, float]:
     tokens, dollars = 0, 0.0
     for folder in folders:
-        if (folder / "run.json").is_file():
+        if is_run_folder(folder):
             recs = records_from_run(folder)
             tokens += sum(r.tokens or 0 for r in recs)
             dollars += _dollars(recs, rates)
@@ -101,7 +102,7 @@ def _capped(plan: Plan, reg: ProbeRegistration, spent: tuple[int, float]) -> Pla
 
 
 def _complete(folder: Path, plan: Plan) -> bool:
-    if not (folder / "run.json").is_file():
+    if not is_run_folder(folder):
         return False
     scored = {(r.arm_id, r.seed, r.attempt) for r in records_from_run(folder) if not r.instrument}
     return len(scored) >= plan.episodes
@@ -112,7 +113,7 @@ def _run(plan: Plan, folder: Path, show_progress: bool | None) -> bool:
     if _complete(folder, plan):
         return True
     summary = run_preregistration(
-        plan, folder, resume=(folder / "run.json").is_file(), show_progress=show_progress
+        plan, folder, resume=is_run_folder(folder), show_progress=show_progress
     )
     return summary.complete
 

@@ -44,13 +44,13 @@ from poisson_tasks.probe.rules import (
     read_verdict,
     rule_text,
 )
-from poisson_tasks.runfolder import read_header
+from poisson_tasks.runfolder import is_run_folder, open_run
 
 
 def phase1_check(reg: ProbeRegistration, root: Path, label: str) -> Phase1Check | None:
     """Phase 1 of one model read under the registered rule; None when it has not run."""
     folder = phase1_folder(root, label)
-    if not (folder / "run.json").is_file():
+    if not is_run_folder(folder):
         return None
     recs = [r for r in records_from_run(folder) if not r.instrument]
     plan = phase1_plan(reg, label)
@@ -98,7 +98,7 @@ def effective_arm_runs(
     """Every attempt at every arm of one model, in order; the last attempt of an arm is the one
     used (a rerun follows the void attempt it replaces)."""
     folder = arms_folder(root, label)
-    if not (folder / "run.json").is_file():
+    if not is_run_folder(folder):
         return []
     per_arm = reg.design.tasks * reg.design.attempts
     out = [
@@ -115,7 +115,7 @@ def effective_arm_runs(
 
 
 def _provenance(root: Path, folder: Path, label: str, phase: str) -> RunProvenance:
-    header = read_header(folder)
+    header = open_run(folder).header
     return RunProvenance(
         model=label,
         phase=phase,
@@ -230,7 +230,7 @@ def analyse(root: Path | str) -> ProbeResult:
                 f"cause on the runner's side; the cause given: {note.cause}. The void attempt "
                 "is kept and listed below."
             )
-        seeds = read_header(arms_folder(root, label)).seeds
+        seeds = open_run(arms_folder(root, label)).header.seeds
         cells: dict[str, ArmCounts] = {}
         bad: dict[str, str] = {}
         spent = _spend(records_from_run(phase1_folder(root, label)))

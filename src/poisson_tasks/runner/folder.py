@@ -16,7 +16,7 @@ taken). A line the disk refuses is cut back off, and a failed fsync cuts back ev
 covered and reports them lost (`on_lost`), so a full disk never leaves a partial line. `write`
 (the verifiers-null harness's batches) appends, fsyncs and counts a batch in one step.
 
-One writer at a time: a session holds an exclusive `fcntl.flock` on `run.lock` in the folder for
+One writer at a time (runfolder.FolderLock): a session holds an exclusive `fcntl.flock` on `run.lock` in the folder for
 its whole life, and the file names the holder (pid, host, start time). A second writer is refused
 in one line naming them. The kernel drops the lock when its process dies, so a lock file left by a
 killed writer is simply taken over; the file itself stays (removing it would let two writers hold
@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import json
 import os
 import shlex
-import socket
 import threading
 import time
 from collections import Counter
@@ -45,12 +42,13 @@ from poisson_tasks.bundle import digest
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.files import fsync_dir, os_problem, write_all
 from poisson_tasks.hashes import engine_hash, environment_hash, generator_hash, vocabulary_hash
-from poisson_tasks.prereg import Plan, Slot, measurement_of, validate_preregistration
+from poisson_tasks.prereg import Plan, Slot, measurement_of
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
     REPLAY,
     EpisodeLine,
+    FolderLock,
     OwnToolsRecord,
     PacingRecord,
     PlanSlots,
@@ -59,8 +57,14 @@ from poisson_tasks.runfolder import (
     Session,
     ShardRecord,
     StopReason,
+    is_empty,
+    is_run_folder,
     iter_episodes,
-    read_header,
+    not_a_run_folder,
+    now,
+    open_run,
+    remove_partial,
+    truncate_torn_tail,
     write_header,
 )
 from poisson_tasks.runner.budget import Spend
@@ -68,14 +72,9 @@ from poisson_tasks.runner.provenance import package_versions
 from poisson_tasks.runner.replay import check_replay_record
 from poisson_tasks.verifier import INSTRUMENT_OUTCOMES
 
-LOCK = "run.lock"
 FSYNC_EVERY_S = 1.0  # the longest an appended episode line waits for its fsync
 FSYNC_BATCH = 64  # ... or this many unsynced lines, whichever comes first
-TEMPORARY_PREFIX = f".{HEADER}."  # atomic_write's temporary files for run.json
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+NOTHING_TO_RESUME = "nothing to resume; start a run with --out instead"
 
 
 @dataclass(slots=True)
@@ -119,67 +118,6 @@ def differing_paths(first: dict[str, Any], second: dict[str, Any], prefix: str =
         else:
             out.append(path)
     return out
-
-
-class FolderLock:
-    """An exclusive flock on `<folder>/run.lock`, held for a writer's life; see the module doc."""
-
-    def __init__(self, folder: Path, fd: int) -> None:
-        self.folder = folder
-        self._fd: int | None = fd
-
-    @classmethod
-    def acquire(cls, folder: Path) -> FolderLock:
-        """Take the folder's lock or raise RunFolderError naming the writer that holds it."""
-        path = folder / LOCK
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise RunFolderError(
-                f"{folder}: cannot make its lock file {LOCK}: {os_problem(exc)}"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = _holder(fd)
-            os.close(fd)
-            raise RunFolderError(
-                f"{folder} is being written by another poisson-tasks ({holder}): one writer at "
-                "a time; wait for it to finish or stop it, then run again"
-            ) from None
-        try:
-            me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now()}
-            os.ftruncate(fd, 0)
-            write_all(fd, (json.dumps(me, sort_keys=True) + "\n").encode())
-            os.fsync(fd)
-        except OSError as exc:
-            os.close(fd)  # closing drops the lock
-            raise RunFolderError(
-                f"{folder}: cannot write its lock file {LOCK}: {os_problem(exc)}"
-            ) from None
-        return cls(folder, fd)
-
-    def release(self) -> None:
-        """Drop the lock (the file stays for the next writer to take)."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
-
-
-def _holder(fd: int) -> str:
-    """Who holds a lock, as its file says: pid, host and start time."""
-    try:
-        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
-        return f"pid {info['pid']} on {info['host']}, started {info['started_at']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "a writer that has not yet recorded its pid"
-
-
-def _is_empty(path: Path) -> bool:
-    """A folder with nothing in it but a lock file left behind."""
-    return all(p.name == LOCK for p in path.iterdir())
 
 
 def _problem(path: Path, what: str, exc: OSError) -> RunFolderError:
@@ -244,7 +182,7 @@ class RunFolder:
                     path.rmdir()
             raise
         try:
-            if not _is_empty(path):  # another writer made it between the check and the lock
+            if not is_empty(path):  # another writer made it between the check and the lock
                 raise RunFolderError(
                     f"{path} was filled by another writer while this one started: pass --resume "
                     f"{path} to continue that run, or choose a new --out folder"
@@ -256,13 +194,13 @@ class RunFolder:
                 os.close(fd)
                 fsync_dir(path)
             except OSError as exc:
-                _remove_partial(path, made=False)
+                remove_partial(path, made=False)
                 raise _problem(path, "create the run folder", exc) from None
         except BaseException:
             if own:
                 lock.release()
                 if made:
-                    _remove_partial(path, made)
+                    remove_partial(path, made)
             raise
         return cls(path, header, FolderState(), lock)
 
@@ -275,12 +213,9 @@ class RunFolder:
     ) -> tuple[RunHeader, FolderState]:
         """Read a folder and check it was made by this study (and holds this `shard` of it, or
         this `replay` sample); writes nothing."""
-        if not (path / HEADER).is_file():
-            raise RunFolderError(
-                f"{path} is not a run folder ({HEADER} is missing): nothing to resume; start a "
-                "run with --out instead"
-            )
-        header = read_header(path)
+        if not is_run_folder(path):
+            raise not_a_run_folder(path, NOTHING_TO_RESUME)
+        header = open_run(path).header
         theirs = measurement_of(header.preregistration)
         ours = plan.preregistration.measurement()
         if digest(theirs) != digest(ours):
@@ -522,17 +457,16 @@ class RunFolder:
 def stored_plan(path: Path) -> Plan:
     """The plan a run folder was made with (the pre-registration in its run.json): what
     `run --resume DIR` runs when no file is given."""
-    header = read_header(path)
-    return validate_preregistration(header.preregistration, source=str(path / HEADER))
+    return open_run(path, NOTHING_TO_RESUME).plan
 
 
 def resume_hint(path: Path) -> str:
     """The command that continues a run folder (a replay folder: its replay), quoted so it works
     when pasted."""
     replay: ReplayRecord | None = None
-    if path.name == REPLAY and (path / HEADER).is_file():
+    if path.name == REPLAY and is_run_folder(path):
         with contextlib.suppress(RunFolderError):
-            replay = read_header(path).replay
+            replay = open_run(path).header.replay
     if replay is not None:
         return (
             f"poisson-tasks replay {shlex.quote(str(path.parent))} --sample {replay.sample} "
@@ -544,11 +478,11 @@ def resume_hint(path: Path) -> str:
 def check_creatable(path: Path) -> None:
     """Refuse, writing nothing, a --out that is a file or already holds a run (or anything); the
     advice fits what it holds (a merged folder is never continued)."""
-    if path.exists() and (not path.is_dir() or not _is_empty(path)):
-        if (path / HEADER).is_file():
+    if path.exists() and (not path.is_dir() or not is_empty(path)):
+        if is_run_folder(path):
             merged = None
             with contextlib.suppress(RunFolderError):
-                merged = read_header(path).merged
+                merged = open_run(path).header.merged
             if merged is not None:
                 raise RunFolderError(
                     f"{path} already holds the merge of {merged.count} shard folders, which is "
@@ -562,18 +496,6 @@ def check_creatable(path: Path) -> None:
         raise RunFolderError(
             f"{path} already exists and is not an empty folder: choose a new --out folder"
         )
-
-
-def _remove_partial(path: Path, made: bool) -> None:
-    """Remove what a failed creation left (never anything it did not make)."""
-    for leftover in path.iterdir() if path.is_dir() else []:
-        if leftover.name in (HEADER, EPISODES) or leftover.name.startswith(TEMPORARY_PREFIX):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-    if made:
-        with contextlib.suppress(OSError):
-            (path / LOCK).unlink()
-            path.rmdir()
 
 
 def _check_shard(path: Path, header: RunHeader, shard: ShardRecord | None) -> None:
@@ -662,35 +584,6 @@ def _session(
         serving=serving,
         pacing=PacingRecord(pace=pr.execution.pace),  # what it did is recorded at its close
     )
-
-
-def truncate_torn_tail(path: Path) -> int:
-    """Cut a last line that a kill left without its newline; returns the bytes removed."""
-    if not path.exists():
-        return 0
-    with path.open("r+b") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        if size == 0:
-            return 0
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return 0
-        chunk = 1 << 16
-        pos = size
-        keep = 0
-        while pos > 0:
-            start = max(0, pos - chunk)
-            fh.seek(start)
-            block = fh.read(pos - start)
-            newline_at = block.rfind(b"\n")
-            if newline_at >= 0:
-                keep = start + newline_at + 1
-                break
-            pos = start
-        fh.truncate(keep)
-        fh.flush()
-        os.fsync(fh.fileno())
-        return size - keep
 
 
 def default_run_folder(plan: Plan, root: Path = Path("runs")) -> Path:

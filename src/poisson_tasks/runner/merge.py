@@ -59,15 +59,17 @@ from poisson_tasks.registered import placement_free
 from poisson_tasks.runfolder import (
     EPISODES,
     HEADER,
+    LOCK,
     EpisodeLine,
     MergedShard,
     MergeRecord,
     PlanSlots,
     RunHeader,
     Session,
+    now,
     write_header,
 )
-from poisson_tasks.runner.folder import LOCK, check_creatable, differing_paths, now, resume_hint
+from poisson_tasks.runner.folder import check_creatable, differing_paths, resume_hint
 from poisson_tasks.runner.shard import partition
 from poisson_tasks.runner.shardfolder import (
     Cut,

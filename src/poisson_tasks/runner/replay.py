@@ -21,7 +21,14 @@ from pathlib import Path
 from poisson_tasks.bundle import digest
 from poisson_tasks.errors import ReplayError
 from poisson_tasks.prereg import Plan, Slot
-from poisson_tasks.runfolder import HEADER, REPLAY, ReplayRecord, RunHeader, read_header
+from poisson_tasks.runfolder import (
+    REPLAY,
+    ReplayRecord,
+    RunHeader,
+    is_run_folder,
+    not_a_run_folder,
+    open_run,
+)
 
 REPLAY_RULE = "poisson-tasks/replay@1"
 
@@ -93,19 +100,11 @@ def replay_folder(run_dir: Path) -> Path:
 
 
 def replayable_header(run_dir: Path) -> RunHeader:
-    """The header of a run folder a replay can be drawn from (a whole run, a shard, or a merge);
-    ReplayError in one line for anything else."""
-    if not run_dir.is_dir():
-        raise ReplayError(
-            f"{run_dir} is not a run folder (no such folder): give the folder `poisson-tasks run` "
-            "or `merge` wrote"
-        )
-    if not (run_dir / HEADER).is_file():
-        raise ReplayError(
-            f"{run_dir} is not a run folder ({HEADER} is missing): give the folder "
-            "`poisson-tasks run` or `merge` wrote"
-        )
-    header = read_header(run_dir)
+    """The header of a run folder a replay can be drawn from (a whole run, a shard, or a merge):
+    NotARunFolder where it holds no run, ReplayError where it is itself a replay."""
+    if not is_run_folder(run_dir):
+        raise not_a_run_folder(run_dir, "give the folder `poisson-tasks run` or `merge` wrote")
+    header = open_run(run_dir).header
     if header.replay is not None:
         raise ReplayError(
             f"{run_dir} is itself a replay: give the run folder it belongs to ({run_dir.parent})"

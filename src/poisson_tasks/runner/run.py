@@ -49,6 +49,7 @@ from poisson_tasks.reference import ReferenceServer, start_reference_server
 from poisson_tasks.runfolder import (
     HEADER,
     EpisodeLine,
+    FolderLock,
     OwnToolsRecord,
     ReplayRecord,
     RunHeader,
@@ -60,7 +61,6 @@ from poisson_tasks.runner.budget import Limits
 from poisson_tasks.runner.endpoint import Counters, Endpoint
 from poisson_tasks.runner.episode import EpisodeContext, Trace, episode_usage, run_episode
 from poisson_tasks.runner.folder import (
-    FolderLock,
     FolderState,
     RunFolder,
     check_creatable,

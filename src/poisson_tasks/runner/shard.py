@@ -33,7 +33,7 @@ from poisson_tasks.bundle import digest
 from poisson_tasks.errors import ShardError
 from poisson_tasks.prereg import Budget, Plan, Slot
 from poisson_tasks.registered import plan_hash
-from poisson_tasks.runfolder import HEADER, ShardRecord, read_header
+from poisson_tasks.runfolder import ShardRecord, is_run_folder, open_run
 
 SHARD_RULE = "poisson-tasks/shard@1"
 _SHARD = re.compile(r"(\d{1,6})/(\d{1,6})")
@@ -136,7 +136,7 @@ def shard_record(plan: Plan, shard: Shard) -> ShardRecord:
 def stored_shard(folder: Path) -> Shard | None:
     """The shard a run folder holds (None for a whole run, or where there is no run.json yet):
     what `run --resume DIR` continues when no --shard is given."""
-    if not (folder / HEADER).is_file():
+    if not is_run_folder(folder):
         return None
-    record = read_header(folder).shard
+    record = open_run(folder).header.shard
     return None if record is None else Shard(record.index, record.count)

@@ -34,7 +34,9 @@ from poisson_tasks.runfolder import (
     EpisodeLine,
     PlanSlots,
     RunHeader,
-    read_header,
+    is_run_folder,
+    not_a_run_folder,
+    open_run,
 )
 from poisson_tasks.runner.shard import SHARD_RULE, budget_share, slots_digest
 
@@ -74,13 +76,11 @@ class ShardFolder:
 def read_shard_folder(path: Path) -> ShardFolder:
     """The folder's header, held to its own pre-registration; refused unless it is a shard
     folder (not a whole run, not a merge) that records at least one session."""
-    if not (path / HEADER).is_file():
-        raise MergeError(
-            f"{path} is not a run folder ({HEADER} is missing): give the --out folders of "
-            "`poisson-tasks run PREREG --shard i/n`"
-        )
+    if not is_run_folder(path):  # merge's own error, in the words every command uses
+        fix = "give the --out folders of `poisson-tasks run PREREG --shard i/n`"
+        raise MergeError(str(not_a_run_folder(path, fix)))
     try:
-        header = read_header(path)
+        header = open_run(path).header
     except RunFolderError as exc:
         raise MergeError(str(exc)) from None
     if header.merged is not None:

@@ -55,9 +55,9 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def build_view(target: Path | None = None, published: str | None = None) -> tuple[Collected, bytes]:
     """The report's contents and its bytes, for a run folder or a published card's name."""
-    folder, title = resolve_target(target, published)
+    run, title = resolve_target(target, published)
     with _no_cycle_collection():
-        collected = collect(folder, title, published=published is not None)
+        collected = collect(run, title, published=published is not None)
         return collected, render_page(collected)
 
 

@@ -25,9 +25,9 @@ from poisson_tasks.calibration.build import card_from_run
 from poisson_tasks.calibration.manifest import published_dir, published_facts, read_manifest
 from poisson_tasks.calibration.records import episode_tokens
 from poisson_tasks.calibration.render import render_document
-from poisson_tasks.errors import CardRefusal, PoissonError, RunFolderError
+from poisson_tasks.errors import CardRefusal, PoissonError
 from poisson_tasks.lifetime import die_with_parent
-from poisson_tasks.runfolder import RunHeader, read_header, uncached_input
+from poisson_tasks.runfolder import OpenRun, RunHeader, open_run, uncached_input
 from poisson_tasks.view.diverge import first_divergence, flat_calls
 from poisson_tasks.view.packing import pack, scrubbed
 from poisson_tasks.view.tasks import TaskSet, regenerate
@@ -56,7 +56,7 @@ class Collected:
         return scrubbed(value, self.secret)
 
 
-def resolve_target(target: Path | None, published: str | None) -> tuple[Path, str]:
+def resolve_target(target: Path | None, published: str | None) -> tuple[OpenRun, str]:
     """The run folder to read and the report's title: a run folder, or a published card's name."""
     if (target is None) == (published is None):
         raise PoissonError("give a run folder, or --published NAME (one of the two, not both)")
@@ -67,14 +67,10 @@ def resolve_target(target: Path | None, published: str | None) -> tuple[Path, st
                 f"--published {published!r} is not a published card; the published cards are: "
                 f"{', '.join(names) or 'none'}"
             )
-        return published_dir() / published, f"published card {published}"
+        return open_run(published_dir() / published), f"published card {published}"
     assert target is not None
-    if not target.exists():
-        raise RunFolderError(f"{target} does not exist: give a run folder (run.json + episodes)")
-    if not target.is_dir():
-        raise RunFolderError(f"{target} is not a folder: give a run folder (run.json + episodes)")
-    read_header(target)  # a folder without run.json is named before any work is done
-    return target, str(target)
+    # a folder without run.json is named before any work
+    return open_run(target, "give a run folder (run.json + episodes)"), str(target)
 
 
 def _secret(header: RunHeader) -> str | None:
@@ -119,9 +115,9 @@ def _tasks(arms: list[str], seeds: list[int], secret: str | None) -> Callable[[]
     return wait
 
 
-def collect(folder: Path, title: str, *, published: bool = False) -> Collected:
+def collect(run: OpenRun, title: str, *, published: bool = False) -> Collected:
     """Read a run folder once for its card and its episodes while its tasks are regenerated."""
-    header = read_header(folder)
+    folder, header = run.path, run.header
     seeds = list(dict.fromkeys(header.seeds))
     secret = _secret(header)
     episodes: dict[str, list[dict[str, Any]]] = {arm: [] for arm in header.arms}
@@ -134,7 +130,7 @@ def collect(folder: Path, title: str, *, published: bool = False) -> Collected:
     refusal: str | None = None
     facts = published_facts(folder.parent) if published else None
     try:
-        artifact = card_from_run(folder, published=facts, observe=keep)
+        artifact = card_from_run(run, published=facts, observe=keep)
     except CardRefusal as exc:
         refusal = str(exc)
     # What needs no task is done while the tasks are still being regenerated: the card as card.md
