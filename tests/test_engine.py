@@ -324,3 +324,40 @@ def test_engine_records_are_frozen() -> None:
         b.engine.bindings[0].stage = 9  # type: ignore[misc]
     with pytest.raises(ValidationError):
         FaultPlan(tool="x", count=1).count = 2  # type: ignore[misc]
+
+
+def test_a_call_missing_an_argument_answers_bad_args() -> None:
+    """Exactly the schema's parameters, no fewer: a stage call without its token or record, or a
+    read without its query, answers bad_args and changes nothing."""
+    b = generate("distractor:r2@k16", 1)
+    cfg, state = b.engine, initial_state(b.engine)
+    call = b.reference_calls[0]
+    args = dict(call.arguments or {})
+    for dropped in ("token", "record_id"):
+        after, line = apply(cfg, state, call.name, {k: v for k, v in args.items() if k != dropped})
+        assert _status(line) == "bad_args" and after.rows == state.rows, dropped
+    renamed = {("tok" if k == "token" else k): v for k, v in args.items()}  # as many, one wrong
+    assert _status(apply(cfg, state, call.name, renamed)[1]) == "bad_args"
+    read = next(x.name for x in cfg.bindings if x.kind == "read")
+    assert _status(apply(cfg, state, read, {})[1]) == "bad_args"
+    assert _status(apply(cfg, state, read, {"q": "x"})[1]) == "bad_args"
+
+
+def test_a_stage_call_more_than_one_stage_ahead_is_not_ready_at_any_height() -> None:
+    b = generate("depth:d5", 3)
+    cfg, calls = b.engine, b.reference_calls
+    state = initial_state(cfg)
+    for done in range(len(calls)):
+        for ahead in range(done + 1, len(calls)):
+            after, line = apply(cfg, state, calls[ahead].name, calls[ahead].arguments)
+            assert _status(line) == "not_ready" and after.rows == state.rows, (done, ahead)
+        state, _ = apply(cfg, state, calls[done].name, calls[done].arguments)
+
+
+def test_a_config_that_declares_no_earlier_call_answers_first_with_number_one() -> None:
+    b = generate("depth:d2", 0)
+    bare = EngineConfig(key=b.engine.key, rows=b.engine.rows, bindings=b.engine.bindings)
+    state, line = apply(
+        bare, initial_state(bare), b.reference_calls[0].name, b.reference_calls[0].arguments
+    )
+    assert line.startswith("000001 ok ") and state.seq == 1

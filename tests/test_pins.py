@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id, levels
@@ -798,3 +799,135 @@ def test_check_plan_with_workers_gives_the_same_report() -> None:
     assert one.lines() == two.lines()
     with pytest.raises(PinError, match="workers"):
         check_plan(arms, [0], workers=0)
+
+
+# ------------------------------------------------------------------ what the mutants showed (issue 32)
+# Each test below kills mutants of pins/ that the suite let through (docs/mutation.md).
+
+
+def test_reports_are_frozen() -> None:
+    report = check_pins(contrast("depth", only=("depth:d1", "depth:d3")))
+    with pytest.raises(ValidationError):
+        report.knob = "faults"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        report.rows[0].verdict = "violated"  # type: ignore[misc]
+    broken = check_pins(
+        {**contrast("depth", only=("depth:d1", "depth:d3")), **break_n3(contrast("depth"))}
+    )
+    with pytest.raises(ValidationError):
+        broken.violations[0].detail = ""  # type: ignore[misc]
+    distractor = check_pins(contrast("distractor", only=("distractor:r0@k16", "distractor:r8@k16")))
+    with pytest.raises(ValidationError):
+        distractor.reported[0].detail = ""  # type: ignore[misc]
+
+
+def test_a_report_line_shows_one_figure_when_every_arm_has_it() -> None:
+    two = check_pins(contrast("distractor", only=("distractor:r0@k16", "distractor:r8@k16")))
+    lines = {line.split()[0]: line for line in two.lines()[1:-1] if line.startswith("  N")}
+    assert "all 52" in lines["N8"]  # the same figure on both arms: said once
+    n5 = lines["N5"]  # block tokens differ by arm: each arm's figure
+    assert "distractor:r0@k16=" in n5 and "distractor:r8@k16=" in n5 and "all" not in n5.split()
+    one = check_pins(contrast("depth", only=("depth:d3",)))
+    n8 = next(line for line in one.lines() if line.startswith("  N8 "))
+    assert "depth:d3=52" in n8 and "all 52" not in n8  # one arm: named, not "all"
+
+
+def test_a_control_is_held_against_the_contrasts_own_higher_arm() -> None:
+    calls: list[str] = []
+
+    def companion(spec: ArmSpec) -> Any:
+        calls.append(spec.id)
+        return measure_pins(generate(spec, 0))
+
+    report = check_pins(contrast("depth"), companion=companion)
+    assert report.verdict("N9") == "held" and calls == []
+    faults = contrast("faults")
+    assert check_pins(faults, companion=companion).verdict("N26") == "held" and calls == []
+
+
+def test_a_row_registered_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from poisson_tasks.pins import rows
+    from poisson_tasks.pins.rows import block, length
+
+    monkeypatch.setattr(rows, "_MODULES", (block, length, block))
+    with pytest.raises(ValueError, match="registered twice: N27, N28, N29, N4, N5"):
+        rows._registered()
+    monkeypatch.setattr(rows, "_MODULES", (block, length))
+    assert [r.id for r in rows._registered()] == ["N4", "N5", "N27", "N28", "N29", "N32", "N34"]
+
+
+def test_n33_counts_only_stage_calls() -> None:
+    """spread's reference makes four reads and two stage calls: two stage calls."""
+    b = generate("spread:p4", 0)
+    assert len(b.reference_calls) == 6
+    assert measure_pins(b).value("N33")["stage_calls"] == 2
+
+
+def test_n35_refuses_parts_numbered_out_of_another_count() -> None:
+    """Parts that join to the entry code but say they are 1 and 2 of three, on the two-part arm."""
+    bundles = contrast("spread", 0)
+    b = bundles["spread:p2"]
+    binds = tuple(
+        x.model_copy(update={"part_status": x.part_status.replace("_of_2", "_of_3")})
+        if x.part is not None
+        else x
+        for x in b.engine.bindings
+    )
+    report = check_pins({**bundles, b.arm_id: _engine(b, bindings=binds)})
+    assert report.violated_rows == {"N35"}, report.message()
+    assert "parts numbered [1, 2] of [3]" in report.message()
+
+
+def test_n9_refuses_a_control_seeded_with_more_than_the_higher_arm_adds() -> None:
+    bundles = contrast("depth", 0)
+    b = bundles["depth:d1+h8"]
+    assert isinstance(b.prompt, list)
+    doubled = _history(b, [*b.prompt[1:], *b.prompt[1:]])
+    report = check_pins({**bundles, b.arm_id: doubled})
+    assert report.violated_rows == {"N9"}, report.message()
+    assert "outside the band" in report.message()
+
+
+def test_n24_names_every_seeded_call_that_is_not_a_read_of_the_block() -> None:
+    b = generate("history:t600", 0)
+    assert isinstance(b.prompt, list)
+    history = [dict(m) for m in b.prompt[1:]]
+    renamed = 0
+    for message in history:
+        if message.get("tool_calls") and renamed < 2:
+            call = message["tool_calls"][0]
+            fn = {**call["function"], "name": f"no_such_tool_{renamed}"}
+            message["tool_calls"] = [{**call, "function": fn}]
+            renamed += 1
+    offenders = measure_pins(_history(b, history)).value("N24")["offenders"]
+    assert offenders == [
+        "no_such_tool_0: not a read tool of the block",
+        "no_such_tool_1: not a read tool of the block",
+    ]
+
+
+def test_n26_holds_a_control_on_a_higher_base() -> None:
+    """faults:f1+len(f4) keeps f1's own failure and seeds only what f4's failed calls add over
+    it: the row holds it against f4 less f1."""
+    arms = ("faults:f1", "faults:f4", "faults:f1+len(f4)")
+    bundles = contrast("faults", 0, only=arms)
+    report = check_pins(bundles)
+    assert not report.refused, report.message()
+    assert report.verdict("N26") == "held"
+    higher = measure_pins(bundles["faults:f4"]).value("N26")["failed_call_tokens"]
+    own = measure_pins(bundles["faults:f1"]).value("N26")["failed_call_tokens"]
+    seeded = measure_pins(bundles["faults:f1+len(f4)"]).value("N26")["seeded_tokens"]
+    assert own > 0 and abs(seeded - (higher - own)) <= 2
+
+
+def test_n6_refuses_a_template_that_cannot_be_filled() -> None:
+    """A template Python's format cannot read (a lone brace) does not render: N6 refuses it,
+    and measuring it raises nothing."""
+    bundles = contrast("depth", only=("depth:d1", "depth:d3"))
+    b = bundles["depth:d1"]
+    parts = b.prompt_parts.model_copy(update={"template": b.prompt_parts.template + " {"})
+    broken = b.model_copy(update={"prompt_parts": parts})
+    assert measure_pins(broken).value("N6")["renders"] is False
+    report = check_pins({**bundles, "depth:d1": broken})
+    assert "N6" in report.violated_rows
+    assert "the prompt is not its template filled" in report.message()

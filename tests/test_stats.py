@@ -300,3 +300,5 @@ def test_percentile_takes_every_percent_from_0_to_100() -> None:
     for outside in (-1.0, -0.5, 100.5):
         with pytest.raises(ValueError):
             percentile_or_none(values, outside)
+        with pytest.raises(ValueError):  # refused with nothing to rank, too
+            percentile_or_none([], outside)
