@@ -1374,3 +1374,92 @@ def test_n8_reads_every_seeded_answer_and_nothing_else() -> None:
         history.append({"role": "user", "content": "Carry on."})
 
     assert measure_pins(_seeded(b, note)).value("N8")["sizes"] == [LINE_BYTES]
+
+
+def _rename_ledger(b: TaskBundle, old: str, new: str) -> TaskBundle:
+    binds = tuple(
+        x.model_copy(update={"ledger": new}) if x.ledger == old else x for x in b.engine.bindings
+    )
+    return _engine(b, bindings=binds)
+
+
+def test_the_lookalike_rows_count_stage_tools_only() -> None:
+    b = generate("similarity:s2", 0)
+    before = measure_pins(b)
+    assert before.value("N19") == {"lookalike_tools": 12}
+    lookalike = _lookalikes(b)[0].ledger
+    read = _first_read(b)
+    binds = tuple(
+        x.model_copy(update={"ledger": lookalike}) if x.name == read else x
+        for x in b.engine.bindings
+    )
+    after = measure_pins(_engine(b, bindings=binds))  # a read tool on a lookalike's ledger
+    assert after.value("N19") == {"lookalike_tools": 12}
+    assert after.value("N21") == before.value("N21")
+
+
+def test_a_lookalike_number_is_everything_after_the_class() -> None:
+    b = generate("similarity:s2", 0)
+    old = _lookalikes(b)[0].ledger
+    cls, number = old.split("-")
+    renamed = _rename_ledger(b, old, f"{cls}-{number[:2]}-{number[2:]}")
+    looks = [n for n, _ in measure_pins(renamed).value("N21")["lookalikes"]]
+    assert f"{number[:2]}-{number[2:]}" in looks and number not in looks
+    report = check_pins({renamed.arm_id: renamed})
+    assert f"lookalike number '{number[:2]}-{number[2:]}'" in report.message()
+
+
+def test_n21_refuses_six_lookalikes_with_a_number_twice_and_seven_with_six_numbers() -> None:
+    bundles = contrast("similarity", 0)
+    assert check_pins(bundles).verdict("N21") == "held"
+    twice = _doctored(
+        bundles,
+        "N21",
+        lambda _a, v: {**v, "lookalikes": [*v["lookalikes"][:5], v["lookalikes"][0]]},
+        ("similarity:s2",),
+    )
+    assert twice.violated_rows == {"N21"} and "5 distinct lookalike ledgers" in twice.message()
+    seventh = _doctored(
+        bundles,
+        "N21",
+        lambda _a, v: {**v, "lookalikes": [*v["lookalikes"], v["lookalikes"][0]]},
+        ("similarity:s2",),
+    )
+    assert seventh.violated_rows == {"N21"}
+
+
+def test_the_right_tool_rows_read_the_first_two_right_tools_of_any_bundle() -> None:
+    b = generate("depth:d3", 0)  # its reference calls three stage tools
+    right = views.right_tools(b)
+    assert len(right) == 3
+    m = measure_pins(b)
+    assert m.value("N22")["names"] == right[:2] == m.value("N25")["right_tools"]
+    third = _describe(b, right[2], "Moves a record on, described at much greater length.")
+    assert measure_pins(third).value("N22") == m.value("N22")  # a third right tool is not held
+
+
+def test_a_control_with_no_level_between_has_a_floor_of_0_whatever_its_transcript() -> None:
+    arms = ("depth:d3", "depth:d5", "depth:d8", "depth:d3+h5")
+    bundles = {a: generate(a, 1) for a in arms}
+    longer = _doctored(
+        bundles,
+        "N9",
+        lambda _a, v: {**v, "transcript_tokens": v["transcript_tokens"] + 5},
+        ("depth:d3+h5",),
+    )
+    detail = next(r.detail for r in longer.rows if r.row == "N9")
+    assert detail.startswith("depth:d3+h5 0<")  # P is L itself: lo = T(L) - T(L)
+
+
+def test_n25_holds_the_plan_of_a_level_with_one_right_tool() -> None:
+    bundles = contrast("faults", 0, only=("faults:f0", "faults:f1"))
+    assert check_pins(bundles).verdict("N25") == "held"
+    one = _doctored(bundles, "N25", lambda _a, v: {**v, "right_tools": v["right_tools"][:1]})
+    assert one.verdict("N25") == "held"  # f1 plans one fault, on the first right tool
+
+
+def test_n31_holds_a_block_with_one_stage_tool() -> None:
+    bundles = contrast("arguments", 0, only=("arguments:a2", "arguments:a4"))
+    assert check_pins(bundles).verdict("N31") == "held"
+    one = _doctored(bundles, "N31", lambda _a, v: {**v, "fixed": v["fixed"][:1]})
+    assert one.verdict("N31") == "held"
