@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 
@@ -10,6 +11,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from poisson_tasks.calibration.intervals import (
+    PairedArrays,
     agresti_coull,
     distinguishable_arrays,
     exact_all_agree_bound,
@@ -389,3 +391,63 @@ def test_exact_all_agree_bound_and_t_inflation_by_hand() -> None:
     df = np.array([1, 4, 4, 59], dtype=np.int64)
     expected = [(scipy_stats.t.ppf(0.975, d) / scipy_stats.norm.ppf(0.975)) ** 2 for d in df]
     assert t_inflation(df, 0.95) == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_sign_test_is_the_same_whichever_way_the_tasks_go() -> None:
+    for ups, downs in [(10, 0), (9, 1), (14, 3), (3, 3)]:
+        up = np.array([0.4] * ups + [-0.2] * downs)
+        assert float(sign_test_p(-up)[0]) == float(sign_test_p(up)[0])
+    assert float(sign_test_p(np.full(10, -0.2))[0]) == pytest.approx(2 / 1024)
+
+
+def test_the_sign_test_decides_at_any_confidence_below_one_half_too() -> None:
+    """sign_rejects is sign_p <= 1 - confidence whatever the confidence: at 0.4 the bar is 0.6."""
+    att = [4] * 6
+    got = paired_interval([4] * 5 + [1], att, [1] * 5 + [4], att, 0.4)  # five up, one down
+    assert got.sign_p == pytest.approx(2 * 7 / 64) and got.sign_rejects
+    assert not paired_interval([4] * 4 + [1] * 2, att, [1] * 4 + [4] * 2, att, 0.4).sign_rejects
+    pairs = paired_interval_arrays([[4] * 5 + [1]], [att], [[1] * 5 + [4]], [att], 0.4)
+    assert bool(distinguishable_arrays(pairs, 0.15, 0.4)[0])
+
+
+def _pairs(diff: float, low: float, high: float, sign_p: float) -> PairedArrays:
+    return PairedArrays(
+        diff=np.array([diff]), low=np.array([low]), high=np.array([high]), sign_p=np.array([sign_p])
+    )
+
+
+def test_the_call_needs_all_three_conditions_and_is_a_boolean_per_cell() -> None:
+    called = distinguishable_arrays(_pairs(-0.3, -0.5, -0.1, 0.001), 0.15, 0.95)
+    assert called.dtype == np.bool_ and called.tolist() == [True]
+    for pairs in (
+        _pairs(-0.3, -0.5, 0.0, 0.001),  # the interval reaches 0: it does not exclude it
+        _pairs(0.3, 0.0, 0.5, 0.001),
+        _pairs(-0.1, -0.2, -0.05, 0.001),  # smaller than the resolution
+        _pairs(-0.3, -0.5, -0.1, 0.06),  # the sign test does not reject
+    ):
+        got = distinguishable_arrays(pairs, 0.15, 0.95)
+        assert got.dtype == np.bool_ and got.tolist() == [False], pairs
+
+
+def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcast() -> None:
+    one, two = [[1, 1, 1]], [[1, 1, 1], [2, 2, 2]]
+    for arrays in ((one, two, two, two), (two, two, two, one), (one, one, one, two)):
+        with pytest.raises(ValueError, match="aligned on the same tasks"):
+            paired_interval_arrays(*arrays, 0.95)
+    with pytest.raises(ValueError, match="the same shape"):
+        rate_interval_arrays(one, two, 0.95)
+    for succ, att in ((3, 5), ([[3, 1]], [[5, 5]])):
+        with pytest.raises(ValueError, match="1-D arrays"):
+            rate_interval(succ, att, 0.95)
+        with pytest.raises(ValueError, match="1-D arrays"):
+            paired_interval(succ, att, succ, att, 0.95)
+
+
+def test_interval_results_are_frozen() -> None:
+    att = [4] * 6
+    for result in (
+        rate_interval([1, 2, 3, 4, 2, 1], att, 0.95),
+        paired_interval([1, 2, 3, 4, 2, 1], att, [0, 2, 3, 1, 2, 1], att, 0.95),
+    ):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            result.low = 0.0  # type: ignore[misc]
