@@ -1463,3 +1463,16 @@ def test_n31_holds_a_block_with_one_stage_tool() -> None:
     assert check_pins(bundles).verdict("N31") == "held"
     one = _doctored(bundles, "N31", lambda _a, v: {**v, "fixed": v["fixed"][:1]})
     assert one.verdict("N31") == "held"
+
+
+def test_n21_refuses_a_lookalike_that_is_the_target_as_not_apart_from_it() -> None:
+    bundles = contrast("similarity", 0)
+
+    def target_twice(_arm: str, value: dict[str, Any]) -> dict[str, Any]:
+        same = value["target"][:1] + value["target"][1:]  # equal, as read back from JSON
+        looks = [[same, 3], *value["lookalikes"][1:]]
+        return {**value, "lookalikes": looks}
+
+    report = _doctored(bundles, "N21", target_twice, ("similarity:s3",))
+    assert report.violated_rows == {"N21"}
+    assert "is not a four-digit number apart from" in report.message()
