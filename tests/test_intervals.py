@@ -419,6 +419,8 @@ def _pairs(diff: float, low: float, high: float, sign_p: float) -> PairedArrays:
 def test_the_call_needs_all_three_conditions_and_is_a_boolean_per_cell() -> None:
     called = distinguishable_arrays(_pairs(-0.3, -0.5, -0.1, 0.001), 0.15, 0.95)
     assert called.dtype == np.bool_ and called.tolist() == [True]
+    at_resolution = distinguishable_arrays(_pairs(-0.15, -0.2, -0.1, 0.001), 0.15, 0.95)
+    assert at_resolution.tolist() == [True]  # |d| = resolution is large enough
     for pairs in (
         _pairs(-0.3, -0.5, 0.0, 0.001),  # the interval reaches 0: it does not exclude it
         _pairs(0.3, 0.0, 0.5, 0.001),
@@ -436,6 +438,9 @@ def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcas
             paired_interval_arrays(*arrays, 0.95)
     with pytest.raises(ValueError, match="the same shape"):
         rate_interval_arrays(one, two, 0.95)
+    for a, b in (([1, 1, 1], [1, 1]), ([1, 1], [1, 1, 1])):
+        with pytest.raises(ValueError, match="aligned on the same seeds"):
+            paired_interval(a, [2] * len(a), b, [2] * len(b), 0.95)
     for succ, att in ((3, 5), ([[3, 1]], [[5, 5]])):
         with pytest.raises(ValueError, match="1-D arrays"):
             rate_interval(succ, att, 0.95)
@@ -451,3 +456,9 @@ def test_interval_results_are_frozen() -> None:
     ):
         with pytest.raises(dataclasses.FrozenInstanceError):
             result.low = 0.0  # type: ignore[misc]
+
+
+def test_one_task_counts_its_own_successes_and_failures_against_fifteen() -> None:
+    assert not rate_interval([20, 0], [40, 0], 0.95).few_events  # 20 up, 20 down
+    assert rate_interval([0], [40], 0.95).few_events  # no success at all
+    assert rate_interval([26], [40], 0.95).few_events  # 14 failures
