@@ -398,6 +398,7 @@ def test_the_sign_test_is_the_same_whichever_way_the_tasks_go() -> None:
         up = np.array([0.4] * ups + [-0.2] * downs)
         assert float(sign_test_p(-up)[0]) == float(sign_test_p(up)[0])
     assert float(sign_test_p(np.full(10, -0.2))[0]) == pytest.approx(2 / 1024)
+    assert float(sign_test_p(np.ones(10))[0]) == pytest.approx(2 / 1024)  # every task 0 -> 1
 
 
 def test_the_sign_test_decides_at_any_confidence_below_one_half_too() -> None:
@@ -433,7 +434,12 @@ def test_the_call_needs_all_three_conditions_and_is_a_boolean_per_cell() -> None
 
 def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcast() -> None:
     one, two = [[1, 1, 1]], [[1, 1, 1], [2, 2, 2]]
-    for arrays in ((one, two, two, two), (two, two, two, one), (one, one, one, two)):
+    for arrays in (
+        (one, two, two, two),
+        (two, two, two, one),
+        (one, one, one, two),
+        (one, one, two, two),
+    ):
         with pytest.raises(ValueError, match="aligned on the same tasks"):
             paired_interval_arrays(*arrays, 0.95)
     with pytest.raises(ValueError, match="the same shape"):
@@ -462,3 +468,10 @@ def test_one_task_counts_its_own_successes_and_failures_against_fifteen() -> Non
     assert not rate_interval([20, 0], [40, 0], 0.95).few_events  # 20 up, 20 down
     assert rate_interval([0], [40], 0.95).few_events  # no success at all
     assert rate_interval([26], [40], 0.95).few_events  # 14 failures
+
+
+@pytest.mark.parametrize("confidence", [0.1, 0.3, 0.5, 0.6])
+def test_t_critical_matches_scipy_below_the_usual_confidences(confidence: float) -> None:
+    for df in (1, 2, 5, 30):
+        expected = scipy_stats.t.ppf(0.5 + confidence / 2.0, df)
+        assert t_critical(confidence, df) == pytest.approx(expected, abs=1e-9)
