@@ -334,7 +334,7 @@ def test_cells_that_cannot_be_rated_are_refused() -> None:
     for succ, att in (([-1, 1], [2, 2]), ([1, 3], [2, 2]), ([1, 1], [-2, 2])):
         with pytest.raises(ValueError):
             rate_interval(succ, att, 0.95)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no task with a scored attempt"):
         rate_interval([0, 0], [0, 0], 0.95)
     with pytest.raises(ValueError):
         paired_interval([1, 1], [2, 2], [1, 1, 1], [2, 2, 2], 0.95)
@@ -420,6 +420,8 @@ def _pairs(diff: float, low: float, high: float, sign_p: float) -> PairedArrays:
 def test_the_call_needs_all_three_conditions_and_is_a_boolean_per_cell() -> None:
     called = distinguishable_arrays(_pairs(-0.3, -0.5, -0.1, 0.001), 0.15, 0.95)
     assert called.dtype == np.bool_ and called.tolist() == [True]
+    at_alpha = distinguishable_arrays(_pairs(-0.3, -0.5, -0.1, 0.05), 0.15, 0.95)
+    assert at_alpha.tolist() == [True]  # p = alpha rejects
     at_resolution = distinguishable_arrays(_pairs(-0.15, -0.2, -0.1, 0.001), 0.15, 0.95)
     assert at_resolution.tolist() == [True]  # |d| = resolution is large enough
     for pairs in (
@@ -439,6 +441,7 @@ def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcas
         (two, two, two, one),
         (one, one, one, two),
         (one, one, two, two),
+        (two, one, one, one),
     ):
         with pytest.raises(ValueError, match="aligned on the same tasks"):
             paired_interval_arrays(*arrays, 0.95)
@@ -475,3 +478,14 @@ def test_t_critical_matches_scipy_below_the_usual_confidences(confidence: float)
     for df in (1, 2, 5, 30):
         expected = scipy_stats.t.ppf(0.5 + confidence / 2.0, df)
         assert t_critical(confidence, df) == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_sign_test_p_of_exactly_alpha_rejects() -> None:
+    att = [4] * 5
+    got = paired_interval([4] * 5, att, [1] * 5, att, 1 - 2 / 32)  # five up: p = 2/32 = alpha
+    assert got.sign_p == 2 / 32 and got.sign_rejects
+
+
+def test_the_exact_bound_at_a_confidence_below_one_half() -> None:
+    assert exact_all_agree_bound(0.4, 10) == pytest.approx(0.3 ** (1 / 10))
+    assert exact_all_agree_bound(0.2, 5) == pytest.approx(0.4 ** (1 / 5))
