@@ -10,16 +10,7 @@ benchmarks/mutation_pytest.py: pytest with hypothesis derandomized and no exampl
 child forked from a server that has already imported the third-party libraries.
 
 Results stay in .mutation/ (ignored by git): each session's config, its cosmic-ray database and a
-summary JSON. docs/mutation.md says how to read the figures and lists every survivor.
-
-    python benchmarks/mutation.py --list                  # the sessions, their modules and tests
-    python benchmarks/mutation.py verifier engine         # run sessions, print the table
-    python benchmarks/mutation.py --report                # the table from .mutation/, nothing run
-    python benchmarks/mutation.py verifier --survivors    # ... and every survivor with its diff
-    python benchmarks/mutation.py intervals --retest      # run again only the survivors of the last run
-    python benchmarks/mutation.py intervals --resume      # go on with a run that was stopped
-    python benchmarks/mutation.py verifier --check        # exit 1 below the score recorded in
-                                                          # benchmarks/mutation_scores.json (CI)
+summary JSON. docs/mutation.md says how to run it, how to read the figures, and lists every survivor.
 """
 
 from __future__ import annotations
