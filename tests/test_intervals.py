@@ -445,8 +445,9 @@ def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcas
     ):
         with pytest.raises(ValueError, match="aligned on the same tasks"):
             paired_interval_arrays(*arrays, 0.95)
-    with pytest.raises(ValueError, match="the same shape"):
-        rate_interval_arrays(one, two, 0.95)
+    for succ_rows, att_rows in ((one, two), (two, one)):
+        with pytest.raises(ValueError, match="the same shape"):
+            rate_interval_arrays(succ_rows, att_rows, 0.95)
     for a, b in (([1, 1, 1], [1, 1]), ([1, 1], [1, 1, 1])):
         with pytest.raises(ValueError, match="aligned on the same seeds"):
             paired_interval(a, [2] * len(a), b, [2] * len(b), 0.95)
