@@ -466,6 +466,12 @@ def test_interval_results_are_frozen() -> None:
     ):
         with pytest.raises(dataclasses.FrozenInstanceError):
             result.low = 0.0  # type: ignore[misc]
+    for arrays in (
+        rate_interval_arrays([[1, 2, 3]], [[4, 4, 4]], 0.95),
+        paired_interval_arrays([[1, 2, 3]], [[4, 4, 4]], [[0, 2, 3]], [[4, 4, 4]], 0.95),
+    ):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            arrays.low = np.zeros(1)  # type: ignore[misc]
 
 
 def test_one_task_counts_its_own_successes_and_failures_against_fifteen() -> None:
