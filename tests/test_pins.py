@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -9,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from poisson_tasks.arms import KNOBS, ArmSpec, all_arms, arm_id
 from poisson_tasks.bundle import PromptParts, TaskBundle
 from poisson_tasks.cli import app
-from poisson_tasks.domain.engine import LINE_BYTES, format_line, read_payload
+from poisson_tasks.domain.engine import LINE_BYTES, apply, format_line, initial_state, read_payload
 from poisson_tasks.domain.ledger import EngineConfig, FaultPlan, ToolBinding
 from poisson_tasks.errors import PinError
 from poisson_tasks.generator import generate
@@ -33,7 +36,8 @@ from poisson_tasks.pins import (
     pin_targets,
     views,
 )
-from poisson_tasks.pins.holding import Outcome
+from poisson_tasks.pins.check import figure
+from poisson_tasks.pins.holding import Outcome, PinMeasurement, within
 from poisson_tasks.prereg import load_preregistration
 from poisson_tasks.transcript import BAND, exchange, history_tokens
 
@@ -897,3 +901,677 @@ def test_check_plan_with_workers_gives_the_same_report() -> None:
     assert one.lines() == two.lines()
     with pytest.raises(PinError, match="workers"):
         check_plan(arms, [0], workers=0)
+
+
+# ------------------------------------------------------------------ what the mutants showed (issue 32)
+# Each test below kills mutants of pins/ that the suite let through (docs/mutation.md).
+
+
+def test_reports_are_frozen() -> None:
+    report = check_pins(contrast("depth", only=("depth:d1", "depth:d3")))
+    with pytest.raises(ValidationError):
+        report.knob = "faults"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        report.rows[0].verdict = "violated"  # type: ignore[misc]
+    broken = check_pins(
+        {**contrast("depth", only=("depth:d1", "depth:d3")), **break_n3(contrast("depth"))}
+    )
+    with pytest.raises(ValidationError):
+        broken.violations[0].detail = ""  # type: ignore[misc]
+    distractor = check_pins(contrast("distractor", only=("distractor:r0@k16", "distractor:r8@k16")))
+    with pytest.raises(ValidationError):
+        distractor.reported[0].detail = ""  # type: ignore[misc]
+
+
+def test_a_report_line_shows_one_figure_when_every_arm_has_it() -> None:
+    two = check_pins(contrast("distractor", only=("distractor:r0@k16", "distractor:r8@k16")))
+    lines = {line.split()[0]: line for line in two.lines()[1:-1] if line.startswith("  N")}
+    assert "all 52" in lines["N8"]  # the same figure on both arms: said once
+    n5 = lines["N5"]  # block tokens differ by arm: each arm's figure
+    assert "distractor:r0@k16=" in n5 and "distractor:r8@k16=" in n5 and "all" not in n5.split()
+    one = check_pins(contrast("depth", only=("depth:d3",)))
+    n8 = next(line for line in one.lines() if line.startswith("  N8 "))
+    assert "depth:d3=52" in n8 and "all 52" not in n8  # one arm: named, not "all"
+
+
+def test_a_control_is_held_against_the_contrasts_own_higher_arm() -> None:
+    calls: list[str] = []
+
+    def companion(spec: ArmSpec) -> Any:
+        calls.append(spec.id)
+        return measure_pins(generate(spec, 0))
+
+    report = check_pins(contrast("depth"), companion=companion)
+    assert report.verdict("N9") == "held" and calls == []
+    faults = contrast("faults")
+    assert check_pins(faults, companion=companion).verdict("N26") == "held" and calls == []
+
+
+def test_a_row_registered_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from poisson_tasks.pins import rows
+    from poisson_tasks.pins.rows import block, length
+
+    monkeypatch.setattr(rows, "_MODULES", (block, length, block))
+    with pytest.raises(ValueError, match="registered twice: N27, N28, N29, N4, N5"):
+        rows._registered()
+    monkeypatch.setattr(rows, "_MODULES", (block, length))
+    assert [r.id for r in rows._registered()] == ["N4", "N5", "N27", "N28", "N29", "N32", "N34"]
+
+
+def test_n33_counts_only_stage_calls() -> None:
+    """spread's reference makes four reads and two stage calls: two stage calls."""
+    b = generate("spread:p4", 0)
+    assert len(b.reference_calls) == 6
+    assert measure_pins(b).value("N33")["stage_calls"] == 2
+
+
+def test_n35_refuses_parts_numbered_out_of_another_count() -> None:
+    """Parts that join to the entry code but say they are 1 and 2 of three, on the two-part arm."""
+    bundles = contrast("spread", 0)
+    b = bundles["spread:p2"]
+    binds = tuple(
+        x.model_copy(update={"part_status": x.part_status.replace("_of_2", "_of_3")})
+        if x.part is not None
+        else x
+        for x in b.engine.bindings
+    )
+    report = check_pins({**bundles, b.arm_id: _engine(b, bindings=binds)})
+    assert report.violated_rows == {"N35"}, report.message()
+    assert "parts numbered [1, 2] of [3]" in report.message()
+
+
+def test_n9_refuses_a_control_seeded_with_more_than_the_higher_arm_adds() -> None:
+    bundles = contrast("depth", 0)
+    b = bundles["depth:d1+h8"]
+    assert isinstance(b.prompt, list)
+    doubled = _history(b, [*b.prompt[1:], *b.prompt[1:]])
+    report = check_pins({**bundles, b.arm_id: doubled})
+    assert report.violated_rows == {"N9"}, report.message()
+    assert "outside the band" in report.message()
+
+
+def test_n24_names_every_seeded_call_that_is_not_a_read_of_the_block() -> None:
+    b = generate("history:t600", 0)
+    assert isinstance(b.prompt, list)
+    history = [dict(m) for m in b.prompt[1:]]
+    renamed = 0
+    for message in history:
+        if message.get("tool_calls") and renamed < 2:
+            call = message["tool_calls"][0]
+            fn = {**call["function"], "name": f"no_such_tool_{renamed}"}
+            message["tool_calls"] = [{**call, "function": fn}]
+            renamed += 1
+    offenders = measure_pins(_history(b, history)).value("N24")["offenders"]
+    assert offenders == [
+        "no_such_tool_0: not a read tool of the block",
+        "no_such_tool_1: not a read tool of the block",
+    ]
+
+
+def test_n26_holds_a_control_on_a_higher_base() -> None:
+    """faults:f1+len(f4) keeps f1's own failure and seeds only what f4's failed calls add over
+    it: the row holds it against f4 less f1."""
+    arms = ("faults:f1", "faults:f4", "faults:f1+len(f4)")
+    bundles = contrast("faults", 0, only=arms)
+    report = check_pins(bundles)
+    assert not report.refused, report.message()
+    assert report.verdict("N26") == "held"
+    higher = measure_pins(bundles["faults:f4"]).value("N26")["failed_call_tokens"]
+    own = measure_pins(bundles["faults:f1"]).value("N26")["failed_call_tokens"]
+    seeded = measure_pins(bundles["faults:f1+len(f4)"]).value("N26")["seeded_tokens"]
+    assert own > 0 and abs(seeded - (higher - own)) <= 2
+
+
+def test_n6_refuses_a_template_that_cannot_be_filled() -> None:
+    """A template Python's format cannot read (a lone brace) does not render: N6 refuses it,
+    and measuring it raises nothing."""
+    bundles = contrast("depth", only=("depth:d1", "depth:d3"))
+    b = bundles["depth:d1"]
+    parts = b.prompt_parts.model_copy(update={"template": b.prompt_parts.template + " {"})
+    broken = b.model_copy(update={"prompt_parts": parts})
+    assert measure_pins(broken).value("N6")["renders"] is False
+    report = check_pins({**bundles, "depth:d1": broken})
+    assert "N6" in report.violated_rows
+    assert "the prompt is not its template filled" in report.message()
+
+
+def _measured(bundles: Bundles) -> dict[str, PinMeasurement]:
+    return {a: measure_pins(b) for a, b in bundles.items()}
+
+
+def _doctored(
+    bundles: Bundles, row: str, edit: Callable[[str, Any], Any], arms: tuple[str, ...] = ()
+) -> PinReport:
+    """check_pins with one row's measured value replaced on some arms (all when none are named):
+    the hold rule judged on values no generator makes."""
+    measurements = _measured(bundles)
+    for arm in arms or tuple(bundles):
+        m = measurements[arm]
+        value = edit(arm, copy.deepcopy(m.measured[row]))
+        measurements[arm] = m.model_copy(update={"measured": {**m.measured, row: value}})
+    return check_pins(bundles, measurements=measurements)
+
+
+def _set(key: str, new: Any) -> Callable[[str, Any], Any]:
+    return lambda _arm, value: {**value, key: new}
+
+
+def test_a_verdict_is_found_by_an_equal_row_id() -> None:
+    report = check_pins(contrast("depth", only=("depth:d1", "depth:d3")))
+    assert report.verdict("".join(["N", "9"])) == report.verdict("N9") == "not applicable"
+    assert report.verdict("".join(["N", "1"])) == "held"
+
+
+def test_a_reported_row_carries_its_rules_own_account() -> None:
+    report = check_pins(contrast("distractor", only=("distractor:r0@k16", "distractor:r8@k16")))
+    assert next(r.detail for r in report.reported if r.row == "N5") == "block tokens by arm"
+
+
+def test_the_block_row_reports_without_a_control_and_holds_with_one() -> None:
+    plain = check_pins(contrast("block", only=("block:k8", "block:k16", "block:k64")))
+    assert plain.verdict("N29") == "reported"
+    n29 = next(r for r in plain.rows if r.row == "N29")
+    assert n29.detail == "no control arm: block tokens reported"
+    assert [r.row for r in plain.reported] == ["N29"]
+    full = check_pins(contrast("block"))
+    assert full.verdict("N29") == "held"
+    n29 = next(r for r in full.rows if r.row == "N29")
+    assert "block:k8+len(k64) filler" in n29.detail and "vs extra block" in n29.detail
+    assert "N29" in [r.row for r in full.reported]
+
+
+def test_a_contrasts_arms_are_ordered_plain_by_level_then_controls_by_level_and_control() -> None:
+    arms = ("depth:d1+h8", "depth:d3", "depth:d1+h5", "depth:d1")
+    report = check_pins({a: generate(a, 0) for a in arms})
+    assert report.arms == ["depth:d1", "depth:d3", "depth:d1+h5", "depth:d1+h8"]
+
+
+def test_check_pins_takes_the_bundles_first_and_the_rest_by_name() -> None:
+    bundles = contrast("depth", only=("depth:d1", "depth:d3"))
+    assert not check_pins(bundles=bundles).refused
+    with pytest.raises(TypeError):
+        check_pins(bundles, None)  # type: ignore[misc]
+
+
+def test_a_bundle_keyed_under_another_arm_is_refused_either_way_round() -> None:
+    for key, arm in (("depth:d2", "depth:d1"), ("depth:d1", "depth:d2")):
+        with pytest.raises(PinError, match="key each by its arm id"):
+            check_pins({key: generate(arm, 0)})
+
+
+def test_a_report_is_headed_by_its_first_arm_in_order() -> None:
+    report = check_pins(
+        {"depth:d3/train": generate("depth:d3/train", 0), "depth:d1": generate("depth:d1", 0)}
+    )
+    assert (report.arms[0], report.split) == ("depth:d1", "eval")
+    assert report.lines()[0].startswith("contrast depth (eval, strict) seed 0:")
+
+
+def test_measurements_and_rows_are_frozen() -> None:
+    m = measure_pins(generate("depth:d1", 0))
+    with pytest.raises(ValidationError):
+        m.seed = 3  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BY_ID["N1"].mode = "reported"  # type: ignore[misc]
+
+
+def test_a_contrast_that_holds_reports_nothing_it_was_not_asked_to() -> None:
+    assert check_pins(contrast("depth")).reported == []
+
+
+def test_within_is_two_tokens_either_way() -> None:
+    for tokens, want in ((101, 103), (103, 101), (100, 102), (7, 7), (8, 7)):
+        assert within(tokens, want), (tokens, want)
+    for tokens, want in ((100, 103), (103, 100), (5, 2), (0, 3)):
+        assert not within(tokens, want), (tokens, want)
+
+
+def test_controls_only_is_true_only_for_a_knob_the_row_binds_by_its_controls() -> None:
+    assert not BY_ID["N5"].controls_only("depth")  # binds distractor, not depth's controls
+    assert BY_ID["N26"].controls_only("faults") and not BY_ID["N24"].controls_only("faults")
+
+
+def test_the_block_rows_refuse_values_no_generator_makes() -> None:
+    bundles = contrast("block", 0)
+    assert check_pins(bundles).verdict("N27") == "held"
+    more = _doctored(bundles, "N27", lambda a, v: {"tools": v["tools"] + 1}, ("block:k16",))
+    assert more.violated_rows == {"N27"}
+    ninth = _doctored(bundles, "N28", _set("right_slots", [0, 8]))
+    assert ninth.violated_rows == {"N28"} and "not all among the first eight" in ninth.message()
+    eighth = _doctored(bundles, "N28", _set("right_slots", [0, 7]))
+    assert eighth.verdict("N28") == "held"
+
+
+def test_the_stage_schema_row_reads_only_stage_tools() -> None:
+    b = generate("arguments:a4", 0)
+    stages = [n for n in b.tool_names if views.bindings(b)[n].kind == "stage"]
+    assert 0 < len(stages) < len(b.tool_names)
+    assert measure_pins(b).value("N30")["stage_tools"] == len(stages)
+
+
+def _carrying(b: TaskBundle, value: Callable[[str], str]) -> TaskBundle:
+    """The reference's first call carrying another value for its first fixed field."""
+    call = b.reference_calls[0]
+    field, fixed = views.bindings(b)[call.name].fixed[0]
+    args = {**(call.arguments or {}), field: value(fixed)}
+    calls = [call.model_copy(update={"arguments": args}), *b.reference_calls[1:]]
+    return b.model_copy(update={"reference_calls": calls})
+
+
+def test_n31_refuses_a_reference_call_that_carries_another_value() -> None:
+    bundles = contrast("arguments", 0)
+    b = bundles["arguments:a6"]
+    for wrong in (lambda v: v + "0", lambda v: v[:-1], lambda v: "A" + v):
+        report = check_pins({**bundles, b.arm_id: _carrying(b, wrong)})
+        assert report.violated_rows == {"N31"}, report.message()
+        assert "missing from a reference call" in report.message()
+    again = {a: TaskBundle.model_validate_json(x.model_dump_json()) for a, x in bundles.items()}
+    assert not check_pins(again).refused  # read back from JSON: equal values, other objects
+
+
+def test_n31_refuses_fixed_values_of_another_count_or_that_differ_between_tools() -> None:
+    bundles = contrast("arguments", 0)
+
+    def fixed(edit: Callable[[list[Any]], list[Any]]) -> Callable[[str, Any], Any]:
+        return lambda _arm, value: {**value, "fixed": edit(value["fixed"])}
+
+    report = _doctored(
+        bundles, "N31", fixed(lambda f: [[n, v + v[:1]] for n, v in f]), ("arguments:a4",)
+    )
+    assert "fix [3, 3] values, not 2 each" in report.message()
+    report = _doctored(
+        bundles, "N31", fixed(lambda f: [[n, v[:1]] for n, v in f]), ("arguments:a4",)
+    )
+    assert "fix [1, 1] values, not 2 each" in report.message()
+    for new in ("AAA", "zzz"):  # the second tool's values sort before, then after, the first's
+
+        def differ(f: list[Any], new: str = new) -> list[Any]:
+            (n1, v1), (n2, v2) = f
+            return [[n1, v1], [n2, [[field, new] for field, _ in v2]]]
+
+        report = _doctored(bundles, "N31", fixed(differ), ("arguments:a4",))
+        assert "the stage tools fix different values" in report.message()
+
+
+def test_the_shape_row_refuses_more_calls_or_tools_and_reports_block_tokens() -> None:
+    bundles = contrast("shape", 0)
+    held = check_pins(bundles)
+    assert [r.row for r in held.reported] == ["N7", "N33"]
+    n33 = next(r for r in held.reported if r.row == "N33")
+    assert all(isinstance(v, int) and v > 100 for v in n33.values.values())  # block tokens
+    for key in ("tools", "stage_calls"):
+        report = _doctored(bundles, "N33", lambda a, v, k=key: {**v, k: v[k] + 1}, ("shape:w2",))
+        assert report.violated_rows == {"N33"}, key
+
+
+def test_the_spread_row_refuses_every_count_and_order_but_the_levels() -> None:
+    bundles = contrast("spread", 0)
+    arm = ("spread:p2",)
+    cases: list[tuple[Callable[[str, Any], Any], str]] = [
+        (lambda a, v: {**v, "reads": v["reads"][:3]}, "3 reads called, not 4"),
+        (lambda a, v: {**v, "reads": [*v["reads"], "extra_read"]}, "5 reads called, not 4"),
+        (lambda a, v: {**v, "parts": v["parts"][:1]}, "1 reads answer a part, not 2"),
+        (lambda a, v: {**v, "parts": [*v["parts"], ["x", 3, 2, "00"]]}, "3 reads answer a part"),
+        (
+            lambda a, v: {**v, "parts": [[n, i + 1, of, p] for n, i, of, p in v["parts"]]},
+            "parts numbered [2, 3] of [2]",
+        ),
+        (
+            lambda a, v: {**v, "parts": [[n, i - 1, of, p] for n, i, of, p in v["parts"]]},
+            "parts numbered [0, 1] of [2]",
+        ),
+        (
+            lambda a, v: {**v, "parts": [[n, i, of - 1, p] for n, i, of, p in v["parts"]]},
+            "parts numbered [1, 2] of [1]",
+        ),
+        (lambda a, v: {**v, "joined": "0" + v["joined"][1:]}, "parts join to"),
+        (lambda a, v: {**v, "joined": "f" + v["joined"][1:]}, "parts join to"),
+    ]
+    for edit, says in cases:
+        report = _doctored(bundles, "N35", edit, arm)
+        assert "N35" in report.violated_rows and says in report.message(), says
+    assert _doctored(bundles, "N35", lambda a, v: v, arm).verdict("N35") == "held"
+
+
+def test_n35_reads_a_part_whose_status_it_cannot_parse_as_part_0_of_0() -> None:
+    bundles = contrast("spread", 0)
+    b = bundles["spread:p1"]
+    binds = tuple(
+        x.model_copy(update={"part_status": "ok"}) if x.part is not None else x
+        for x in b.engine.bindings
+    )
+    report = check_pins({**bundles, b.arm_id: _engine(b, bindings=binds)})
+    assert "N35" in report.violated_rows and "parts numbered [0] of [0]" in report.message()
+
+
+def test_the_depth_band_for_a_control_with_no_level_between() -> None:
+    """d3+h5 and d5+h8 have no candidate depth strictly between their levels: the band's floor is
+    their own transcript, so lo is 0."""
+    arms = ("depth:d3", "depth:d5", "depth:d8", "depth:d3+h5", "depth:d5+h8")
+    bundles = {a: generate(a, 1) for a in arms}
+    t = {a: measure_pins(b).value("N9")["transcript_tokens"] for a, b in bundles.items()}
+    detail = next(r.detail for r in check_pins(bundles).rows if r.row == "N9")
+    assert "depth:d3+h5 0<" in detail and f"<={t['depth:d5'] - t['depth:d3+h5']}" in detail
+    assert "depth:d5+h8 0<" in detail and f"<={t['depth:d8'] - t['depth:d5+h8']}" in detail
+
+
+def test_n9_holds_a_control_at_the_top_of_its_band_and_refuses_one_at_the_floor() -> None:
+    bundles = contrast("depth", 0)
+    detail = next(r.detail for r in check_pins(bundles).rows if r.row == "N9")
+    found = re.search(r"depth:d1\+h8 (-?\d+)<(\d+)<=(\d+)", detail)
+    assert found
+    lo, hi = int(found[1]), int(found[3])
+    at_top = _doctored(bundles, "N9", _set("seeded_tokens", hi), ("depth:d1+h8",))
+    assert at_top.verdict("N9") == "held"
+    at_floor = _doctored(bundles, "N9", _set("seeded_tokens", lo), ("depth:d1+h8",))
+    assert at_floor.violated_rows == {"N9"}
+
+
+def _seeded(b: TaskBundle, edit: Callable[[list[dict[str, Any]]], None]) -> TaskBundle:
+    assert isinstance(b.prompt, list)
+    history = copy.deepcopy(b.prompt[1:])
+    edit(history)
+    return _history(b, history)
+
+
+def _answer(history: list[dict[str, Any]], nth: int) -> dict[str, Any]:
+    return [m for m in history if m.get("role") == "tool"][nth]
+
+
+def test_n24_refuses_seeded_calls_to_stage_tools_or_answered_otherwise_than_ok() -> None:
+    b = generate("history:t600", 0)
+    stage = next(n for n in b.tool_names if views.bindings(b)[n].kind == "stage")
+
+    def to_stage(history: list[dict[str, Any]]) -> None:
+        call = history[0]["tool_calls"][0]
+        call["function"] = {**call["function"], "name": stage}
+
+    offenders = measure_pins(_seeded(b, to_stage)).value("N24")["offenders"]
+    assert offenders == [f"{stage}: not a read tool of the block"]
+
+    def statuses(history: list[dict[str, Any]]) -> None:
+        for nth, status in ((0, "unavailable"), (1, "bad_args")):
+            line = _answer(history, nth)["content"]
+            _answer(history, nth)["content"] = line[:7] + status.ljust(12) + line[19:]
+
+    offenders = measure_pins(_seeded(b, statuses)).value("N24")["offenders"]
+    names = [m["tool_calls"][0]["function"]["name"] for m in b.prompt[1:3:2]]  # type: ignore[index]
+    assert offenders[0] == f"{names[0]}: answered 'unavailable', not ok"
+    assert len(offenders) == 2 and offenders[1].endswith("answered 'bad_args', not ok")
+
+    def unanswered(history: list[dict[str, Any]]) -> None:
+        history.remove(_answer(history, 0))
+
+    offenders = measure_pins(_seeded(b, unanswered)).value("N24")["offenders"]
+    assert offenders == [f"{names[0]}: answered None, not ok"]
+
+
+def test_n24_refuses_an_answer_that_is_not_the_engines_whatever_it_differs_in() -> None:
+    b = generate("history:t600", 0)
+    for change in (
+        lambda line: line[:-1] + ("0" if line[-1] != "0" else "1"),
+        lambda line: line[:-1] + ("f" if line[-1] != "f" else "e"),
+        lambda line: "00001x" + line[6:],  # a sequence number that is not six digits
+    ):
+
+        def edit(history: list[dict[str, Any]], change: Callable[[str], str] = change) -> None:
+            _answer(history, 0)["content"] = change(_answer(history, 0)["content"])
+
+        offenders = measure_pins(_seeded(b, edit)).value("N24")["offenders"]
+        assert len(offenders) == 1 and "the answer is not the engine's" in offenders[0]
+
+
+def test_n25_refuses_a_tool_planned_twice() -> None:
+    """Two plans for one tool summing to the level: the engine keeps one plan a tool, so it plays
+    fewer failures than the level, and the row refuses the arm (it held it before)."""
+    bundles = contrast("faults", 0)
+    b = bundles["faults:f4"]
+    review, sample = views.right_tools(b)[:2]
+    plans = (
+        FaultPlan(tool=review, count=1),
+        FaultPlan(tool=review, count=1),
+        FaultPlan(tool=sample, count=2),
+    )
+    twice = _engine(b, faults=plans)
+    state, call = initial_state(twice.engine), b.reference_calls[0]
+    statuses = []
+    for _ in range(2):
+        state, line = apply(twice.engine, state, call.name, call.arguments)
+        statuses.append(views.status(line))
+    assert statuses == ["unavailable", "ok"]  # one failure played, not the two planned
+    report = check_pins({**bundles, b.arm_id: twice})
+    assert report.violated_rows == {"N25"}
+    assert f"{review} planned more than once" in report.message()
+
+
+def test_n25_says_what_was_planned_and_what_the_level_wants() -> None:
+    bundles = contrast("faults", 0)
+    report = check_pins({**bundles, **break_n25(bundles)})
+    review, sample = views.right_tools(bundles["faults:f2"])[:2]
+    assert f"planned {{'{review}': 2}}, the level wants {{'{review}': 1, '{sample}': 1}}" in (
+        report.message()
+    )
+    b = bundles["faults:f0"]
+    report = check_pins(
+        {**bundles, b.arm_id: _engine(b, faults=(FaultPlan(tool=review, count=1),))}
+    )
+    assert f"planned {{'{review}': 1}}, the level wants none" in report.message()
+    b = bundles["faults:f2"]
+    none = (FaultPlan(tool=review, count=0), FaultPlan(tool=sample, count=0))
+    report = check_pins({**bundles, b.arm_id: _engine(b, faults=none)})
+    assert "planned none, the level wants" in report.message()
+    extra = (*b.engine.faults, FaultPlan(tool=_first_read(b), count=-1))
+    assert check_pins({**bundles, b.arm_id: _engine(b, faults=extra)}).verdict("N25") == "held"
+
+
+def _relabel(b: TaskBundle, old: str, new: str) -> TaskBundle:
+    binds = tuple(
+        x.model_copy(update={"ledger": new}) if x.ledger == old else x for x in b.engine.bindings
+    )
+    return _engine(b, bindings=binds)
+
+
+def test_the_lookalike_rows_count_only_the_target_class() -> None:
+    bundles = contrast("similarity", 0)
+    b = bundles["similarity:s2"]
+    old = _lookalikes(b)[0].ledger
+    number = old.split("-")[1]
+    report = check_pins({**bundles, b.arm_id: _relabel(b, old, f"aaa-{number}")})
+    assert "N19" in report.violated_rows  # a class sorting before the target's is not a lookalike
+    assert "10 lookalike tools, not 12" in report.message()
+    more = _doctored(bundles, "N19", _set("lookalike_tools", 13), ("similarity:s2",))
+    assert more.violated_rows == {"N19"}
+
+
+def test_n21_refuses_every_lookalike_number_that_is_not_four_digits_apart() -> None:
+    bundles = contrast("similarity", 0)
+    b = bundles["similarity:s2"]
+    cls = b.goal[0].ledger.split("-")[0]
+    old = _lookalikes(b)[0].ledger
+    for number in ("12345", "123", "12a4", "0" + old.split("-")[1][1:]):
+        report = check_pins({**bundles, b.arm_id: _relabel(b, old, f"{cls}-{number}")})
+        assert "N21" in report.violated_rows, number
+        assert f"lookalike number '{number}' is not a four-digit number" in report.message(), number
+
+
+def test_n21_refuses_a_lookalike_sharing_more_digits_than_the_level() -> None:
+    bundles = contrast("similarity", 0)
+
+    def more(_arm: str, value: Any) -> Any:
+        target = value["target"]
+        first, _ = value["lookalikes"][0]
+        return {**value, "lookalikes": [[first, 3], *value["lookalikes"][1:]], "target": target}
+
+    report = _doctored(bundles, "N21", more, ("similarity:s2",))
+    assert report.violated_rows == {"N21"} and "shares 3 digits" in report.message()
+    value = measure_pins(bundles["similarity:s2"]).value("N21")
+    assert figure("N21", value) == "2,2,2,2,2,2"
+
+
+def test_n22_holds_both_right_tools() -> None:
+    bundles = contrast("similarity", 0)
+    b = bundles["similarity:s1"]
+    second = views.right_tools(b)[1]
+    edited = _describe(b, second, "Advance it; the second right tool's words were changed.")
+    report = check_pins({**bundles, b.arm_id: edited})
+    assert "N22" in report.violated_rows
+    renamed = measure_pins(b).value("N22")
+    assert renamed["names"] == views.right_tools(b)[:2]
+
+
+def test_n3_refuses_a_filler_anywhere_but_the_end_or_on_an_arm_that_may_not_carry_one() -> None:
+    bundles = contrast("distractor", 0)
+    b = bundles["distractor:r0+len(r8)@k16"]
+    base = b.system_prompt[: -len(b.system_filler) - 1]
+    moved = b.model_copy(update={"system_prompt": b.system_filler + " " + base})
+    report = check_pins({**bundles, b.arm_id: moved})
+    assert "N3" in report.violated_rows
+    assert "its filler is not at the end of the system prompt" in report.message()
+    plain = bundles["distractor:r0@k16"]
+    filled = plain.model_copy(
+        update={"system_filler": b.system_filler, "system_prompt": b.system_prompt}
+    )
+    report = check_pins({**bundles, plain.arm_id: filled})
+    assert "only a distractor or block control may" in report.message()
+    depth = contrast("depth", 0)
+    control = depth["depth:d1+h8"]
+    filled = control.model_copy(
+        update={
+            "system_filler": "Notes follow.",
+            "system_prompt": control.system_prompt + " Notes follow.",
+        }
+    )
+    report = check_pins({**depth, control.arm_id: filled})
+    assert "only a distractor or block control may" in report.message()
+
+
+def test_n6_refuses_a_prompt_that_is_not_its_template_filled() -> None:
+    bundles = contrast("depth", only=("depth:d1", "depth:d3"))
+    b = bundles["depth:d1"]
+    assert isinstance(b.prompt, str)
+    for prompt in (b.prompt + " Thanks.", b.prompt[:-1], "A" + b.prompt, "z" + b.prompt):
+        report = check_pins({**bundles, b.arm_id: b.model_copy(update={"prompt": prompt})})
+        assert "N6" in report.violated_rows
+        assert "the prompt is not its template filled" in report.message()
+
+
+def test_n8_reads_every_seeded_answer_and_nothing_else() -> None:
+    bundles = contrast("depth", 0)
+    b = bundles["depth:d1+h8"]
+    for change in (lambda line: line[:-1], lambda line: line + "0"):  # 51 and 53 bytes
+
+        def edit(history: list[dict[str, Any]], change: Callable[[str], str] = change) -> None:
+            _answer(history, 0)["content"] = change(_answer(history, 0)["content"])
+
+        short = _seeded(b, edit)
+        report = check_pins({**bundles, b.arm_id: short})
+        assert "N8" in report.violated_rows
+        again = TaskBundle.model_validate_json(short.model_dump_json())
+        assert "N8" in check_pins({**bundles, b.arm_id: again}).violated_rows
+
+    def note(history: list[dict[str, Any]]) -> None:
+        history.append({"role": "user", "content": "Carry on."})
+
+    assert measure_pins(_seeded(b, note)).value("N8")["sizes"] == [LINE_BYTES]
+
+
+def _rename_ledger(b: TaskBundle, old: str, new: str) -> TaskBundle:
+    binds = tuple(
+        x.model_copy(update={"ledger": new}) if x.ledger == old else x for x in b.engine.bindings
+    )
+    return _engine(b, bindings=binds)
+
+
+def test_the_lookalike_rows_count_stage_tools_only() -> None:
+    b = generate("similarity:s2", 0)
+    before = measure_pins(b)
+    assert before.value("N19") == {"lookalike_tools": 12}
+    lookalike = _lookalikes(b)[0].ledger
+    read = _first_read(b)
+    binds = tuple(
+        x.model_copy(update={"ledger": lookalike}) if x.name == read else x
+        for x in b.engine.bindings
+    )
+    after = measure_pins(_engine(b, bindings=binds))  # a read tool on a lookalike's ledger
+    assert after.value("N19") == {"lookalike_tools": 12}
+    assert after.value("N21") == before.value("N21")
+
+
+def test_a_lookalike_number_is_everything_after_the_class() -> None:
+    b = generate("similarity:s2", 0)
+    old = _lookalikes(b)[0].ledger
+    cls, number = old.split("-")
+    renamed = _rename_ledger(b, old, f"{cls}-{number[:2]}-{number[2:]}")
+    looks = [n for n, _ in measure_pins(renamed).value("N21")["lookalikes"]]
+    assert f"{number[:2]}-{number[2:]}" in looks and number not in looks
+    report = check_pins({renamed.arm_id: renamed})
+    assert f"lookalike number '{number[:2]}-{number[2:]}'" in report.message()
+
+
+def test_n21_refuses_six_lookalikes_with_a_number_twice_and_seven_with_six_numbers() -> None:
+    bundles = contrast("similarity", 0)
+    assert check_pins(bundles).verdict("N21") == "held"
+    twice = _doctored(
+        bundles,
+        "N21",
+        lambda _a, v: {**v, "lookalikes": [*v["lookalikes"][:5], v["lookalikes"][0]]},
+        ("similarity:s2",),
+    )
+    assert twice.violated_rows == {"N21"} and "5 distinct lookalike ledgers" in twice.message()
+    seventh = _doctored(
+        bundles,
+        "N21",
+        lambda _a, v: {**v, "lookalikes": [*v["lookalikes"], v["lookalikes"][0]]},
+        ("similarity:s2",),
+    )
+    assert seventh.violated_rows == {"N21"}
+
+
+def test_the_right_tool_rows_read_the_first_two_right_tools_of_any_bundle() -> None:
+    b = generate("depth:d3", 0)  # its reference calls three stage tools
+    right = views.right_tools(b)
+    assert len(right) == 3
+    m = measure_pins(b)
+    assert m.value("N22")["names"] == right[:2] == m.value("N25")["right_tools"]
+    third = _describe(b, right[2], "Moves a record on, described at much greater length.")
+    assert measure_pins(third).value("N22") == m.value("N22")  # a third right tool is not held
+
+
+def test_a_control_with_no_level_between_has_a_floor_of_0_whatever_its_transcript() -> None:
+    arms = ("depth:d3", "depth:d5", "depth:d8", "depth:d3+h5")
+    bundles = {a: generate(a, 1) for a in arms}
+    longer = _doctored(
+        bundles,
+        "N9",
+        lambda _a, v: {**v, "transcript_tokens": v["transcript_tokens"] + 5},
+        ("depth:d3+h5",),
+    )
+    detail = next(r.detail for r in longer.rows if r.row == "N9")
+    assert detail.startswith("depth:d3+h5 0<")  # P is L itself: lo = T(L) - T(L)
+
+
+def test_n25_holds_the_plan_of_a_level_with_one_right_tool() -> None:
+    bundles = contrast("faults", 0, only=("faults:f0", "faults:f1"))
+    assert check_pins(bundles).verdict("N25") == "held"
+    one = _doctored(bundles, "N25", lambda _a, v: {**v, "right_tools": v["right_tools"][:1]})
+    assert one.verdict("N25") == "held"  # f1 plans one fault, on the first right tool
+
+
+def test_n31_holds_a_block_with_one_stage_tool() -> None:
+    bundles = contrast("arguments", 0, only=("arguments:a2", "arguments:a4"))
+    assert check_pins(bundles).verdict("N31") == "held"
+    one = _doctored(bundles, "N31", lambda _a, v: {**v, "fixed": v["fixed"][:1]})
+    assert one.verdict("N31") == "held"
+
+
+def test_n21_refuses_a_lookalike_that_is_the_target_as_not_apart_from_it() -> None:
+    bundles = contrast("similarity", 0)
+
+    def target_twice(_arm: str, value: dict[str, Any]) -> dict[str, Any]:
+        same = value["target"][:1] + value["target"][1:]  # equal, as read back from JSON
+        looks = [[same, 3], *value["lookalikes"][1:]]
+        return {**value, "lookalikes": looks}
+
+    report = _doctored(bundles, "N21", target_twice, ("similarity:s3",))
+    assert report.violated_rows == {"N21"}
+    assert "is not a four-digit number apart from" in report.message()

@@ -270,3 +270,81 @@ def test_median_and_percentile_or_none() -> None:
     assert percentile_or_none([0.0, 10.0], 25) == pytest.approx(2.5)
     with pytest.raises(ValueError):
         percentile_or_none([1.0], 101)
+
+
+# --------------------------------------------------------------------------- what the mutants showed
+# Each test below kills mutants of calibration/stats.py that the suite let through (issue 32,
+# docs/mutation.md).
+
+
+def test_a_cell_must_be_two_aligned_arrays_of_counts() -> None:
+    """Misaligned arrays, a negative count of successes or attempts, or more successes than
+    attempts: each is refused with ValueError by every function that reads a cell."""
+    readers = (
+        cell_rate,
+        clustered_se,
+        lambda s, a: task_pass_at_k(s, a, 1),
+        lambda s, a: pass_hat_k(s, a, 1),
+    )
+    bad = [
+        (np.array([1, 2]), np.array([3])),  # one broadcasts against the other, but they differ
+        (np.array([1]), np.array([3, 3])),
+        (np.array([-1, 2]), np.array([2, 2])),  # negative successes, attempts fine
+        (np.array([1, 2]), np.array([-1, 2])),
+        (np.array([3, 1]), np.array([2, 2])),
+        (np.array([[1, 1]]), np.array([[2, 2]])),  # not one task per entry
+        (np.array([[1, 1]]), np.array([2, 2])),
+        (np.array([1, 1]), np.array([[2, 2]])),
+        (np.array(1), np.array(2)),  # a bare count is not a cell
+        (np.array(1), np.array([2])),
+        (np.array([1]), np.array(2)),
+        (np.array([0.5, 1.0]), np.array([1, 1])),  # counts are integers, on both sides
+        (np.array([1, 1]), np.array([1.0, 2.0])),
+    ]
+    for read in readers:
+        for succ, att in bad:
+            with pytest.raises(ValueError):
+                read(succ, att)
+
+
+def test_cell_from_scores_refuses_any_score_but_0_and_1() -> None:
+    for scores in ([[1, -1]], [[2, 0]], [[0, 1], [1, 3]]):
+        with pytest.raises(ValueError):
+            cell_from_scores(scores)
+
+
+def test_intervals_are_frozen_and_a_sign_test_that_agrees_lets_the_call_through() -> None:
+    clear = Interval(low=0.05, high=0.25, point=0.15, sign_rejects=True)
+    with pytest.raises(AttributeError):
+        clear.low = -1.0  # type: ignore[misc]
+    assert call_pair(0.15, clear) == "distinguishable"
+    assert call_pair(0.15, Interval(0.05, 0.25, 0.15, sign_rejects=False)) == "too_small"
+    # the documented tolerance: a difference 1e-12 short of the resolution still counts
+    assert call_pair(0.15 - 1e-12, clear) == "distinguishable"
+    assert call_pair(0.15 - 3e-12, clear) == "too_small"
+
+
+def test_saturated_reaches_to_each_end() -> None:
+    for rate in (0.0, 0.03, 0.05, 0.95, 0.97, 1.0):
+        assert is_saturated(rate), rate
+    assert is_saturated(0.5, low=0.1, high=0.4)
+    assert not is_saturated(0.5, low=0.1, high=0.6)
+
+
+def test_clustered_se_needs_two_tasks_and_no_more() -> None:
+    assert clustered_se(np.array([1, 0]), np.array([2, 2])) == pytest.approx(
+        math.sqrt(2 * (0.5**2 + 0.5**2)) / 4, rel=1e-12
+    )
+
+
+def test_percentile_takes_every_percent_from_0_to_100() -> None:
+    values = [0.0, 10.0, 20.0]
+    assert percentile_or_none(values, 0) == 0.0
+    assert percentile_or_none(values, 0.5) == pytest.approx(0.1)
+    assert percentile_or_none(values, 100) == 20.0
+    assert percentile_or_none(values, 99.5) == pytest.approx(19.9)
+    for outside in (-1.0, -0.5, 100.5):
+        with pytest.raises(ValueError):
+            percentile_or_none(values, outside)
+        with pytest.raises(ValueError):  # refused with nothing to rank, too
+            percentile_or_none([], outside)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from poisson_tasks.bundle import ToolCall
+from poisson_tasks.bundle import Goal, ToolCall
 from poisson_tasks.domain.engine import apply, initial_state, line_status
 from poisson_tasks.generator import generate
 from poisson_tasks.verifier import OUTCOMES, FormatReport, verify
@@ -181,3 +183,94 @@ def test_overshoot_with_every_goal_reached_is_a_leaky_pass() -> None:
     v = verify(b, [[c] for c in climb], True, False)
     assert v.goal_stages == [3, 2]
     assert v.strict_label == "overshoot" and v.leaky_pass
+
+
+# ------------------------------------------------------------------ what the mutants showed (issue 32)
+# Each test below kills mutants of verifier.py that the suite let through (docs/mutation.md).
+
+
+def test_a_verifier_error_is_never_a_pass_and_carries_no_replay() -> None:
+    """An episode verify cannot judge is an instrument condition: it passes neither reading, and
+    it reports nothing it did not replay."""
+    b = generate("depth:d3", 0)
+    for verdict in (verify(b, _ref(b), False, False), verify(b, [None], True, False)):  # type: ignore[list-item]
+        assert verdict.outcome == verdict.strict_label == "verifier_error"
+        assert verdict.passed is False and verdict.leaky_pass is False
+        assert verdict.calls == 0 and verdict.malformed_clause is None
+        assert (
+            verdict.goal_stages == [] and verdict.observations == [] and verdict.final_state == []
+        )
+
+
+def test_verify_never_raises_on_what_it_cannot_read() -> None:
+    """A turn that is not a list of calls breaks the replay inside verify: the verdict is
+    verifier_error, naming the exception, and nothing escapes."""
+    b = generate("depth:d3", 0)
+    v = verify(b, [[object()]], True, False)  # type: ignore[list-item]
+    assert v.outcome == "verifier_error" and v.detail.startswith("AttributeError: ")
+    v = verify(b, [None], True, False)  # type: ignore[list-item]
+    assert v.outcome == "verifier_error" and v.detail.startswith("TypeError: ")
+
+
+def test_verdicts_and_format_reports_are_frozen() -> None:
+    b = generate("depth:d3", 0)
+    v = verify(b, _ref(b), True, False)
+    with pytest.raises(ValidationError):
+        v.outcome = "wrong_state"  # type: ignore[misc]
+    fmt = FormatReport()
+    with pytest.raises(ValidationError):
+        fmt.unparsed_calls = 3  # type: ignore[misc]
+
+
+def test_a_format_report_counts_calls_from_zero() -> None:
+    """No report is no unparsed call: the default counts none, and a negative count is refused."""
+    assert FormatReport() == FormatReport(unparsed_calls=0, clause1_counts=True)
+    with pytest.raises(ValidationError):
+        FormatReport(unparsed_calls=-1)
+
+
+def test_arguments_that_did_not_parse_are_clause_1() -> None:
+    """A call whose arguments did not parse as JSON is the parser's clause, 1, like a call left
+    as text; the card counts it there."""
+    b = generate("depth:d3", 0)
+    call = ToolCall(name=b.reference_calls[0].name, arguments=None, raw_arguments="{oops")
+    v = verify(b, [[call], *_ref(b)[1:]], True, False)
+    assert v.outcome == "malformed_call" and v.malformed_clause == 1
+
+
+def test_the_first_malformed_call_names_the_clause() -> None:
+    """One clause per episode: clause 1 from the serving side first, then the first malformed call
+    in the order the calls were made."""
+    b = generate("depth:d3", 0)
+    first = b.reference_calls[0]
+    outside = ToolCall(name="teleport_record", arguments={})  # clause 2
+    missing = ToolCall(name=first.name, arguments={"record_id": "x"})  # clause 3: no token
+    extra = ToolCall(name=first.name, arguments={**(first.arguments or {}), "note": "x"})  # 4
+    assert verify(b, [[outside], [missing]], True, False).malformed_clause == 2
+    assert verify(b, [[missing, outside]], True, False).malformed_clause == 3
+    assert verify(b, [[extra], [outside], [missing]], True, False).malformed_clause == 4
+    fmt = FormatReport(unparsed_calls=1)
+    assert verify(b, [[outside]], True, False, fmt).malformed_clause == 1
+    # a well-formed call before the malformed one does not reset the clause
+    assert verify(b, [[first], [missing], _ref(b)[1]], True, False).malformed_clause == 3
+
+
+def test_calls_counts_every_call_of_every_turn() -> None:
+    b = generate("depth:d3", 0)
+    assert verify(b, _ref(b), True, False).calls == len(b.reference_calls) == 3
+    together = [list(b.reference_calls)]
+    v = verify(b, together, True, False)
+    assert v.calls == 3 and v.outcome == "passed"
+    assert verify(b, [], True, False).calls == 0
+    assert verify(b, [[], []], True, False).calls == 0
+
+
+def test_a_goal_record_the_ledger_does_not_hold_is_never_reached() -> None:
+    """A goal naming a record absent from the ledger reads as not there (-1), never as a stage:
+    the episode is wrong_state, even on a depth-1 goal."""
+    b = generate("depth:d1", 0)
+    goal = b.goal[0]
+    ghost = b.model_copy(update={"goal": [Goal(ledger=goal.ledger, record_id="ghost", stage=1)]})
+    v = verify(ghost, _ref(b), True, False)
+    assert v.goal_stages == [-1]
+    assert v.outcome == "wrong_state" and not v.leaky_pass and not v.passed

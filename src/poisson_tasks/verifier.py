@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from poisson_tasks.bundle import TaskBundle, ToolCall, assembled
 from poisson_tasks.domain.engine import apply, initial_state
@@ -42,7 +42,7 @@ class FormatReport(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    unparsed_calls: int = 0
+    unparsed_calls: int = Field(default=0, ge=0)
     clause1_counts: bool = True
 
 

@@ -100,7 +100,9 @@ def t_critical(confidence: float, df: int) -> float:
     """The two-sided critical value t with P(|T_df| < t) = confidence, by bisection.
 
     Exact to about 1e-12 for any integer df >= 1; standard library only (no scipy on the card
-    path). Over 1,000 degrees of freedom it is within 1e-3 of z, and the normal value is used.
+    path). Over 1,000 degrees of freedom the normal value z is used: t exceeds it there by less
+    than 0.005 (0.0049 at 0.99 and 1,001 degrees, 0.0024 at 0.95), a variance factor (t/z)^2
+    under 1.004.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be in (0, 1)")

@@ -108,10 +108,11 @@ def _hold_n25(contrast: Contrast) -> Outcome:
     def test(arm: Arm) -> str | None:
         value = arm.value("N25")
         level, right = arm.spec.level, value["right_tools"]
-        planned: dict[str, int] = {}
-        for tool, count in value["faults"]:
-            planned[tool] = planned.get(tool, 0) + count
-        planned = {t: n for t, n in planned.items() if n > 0}
+        tools = [tool for tool, _ in value["faults"]]
+        twice = sorted({tool for tool in tools if tools.count(tool) > 1})
+        if twice:  # the engine keeps one plan a tool, so two would not add up
+            return f"{', '.join(twice)} planned more than once; the engine plays one plan a tool"
+        planned = {tool: count for tool, count in value["faults"] if count > 0}
         want = dict(zip(right, ((level + 1) // 2, level // 2), strict=False))
         want = {t: n for t, n in want.items() if n > 0}
         if planned != want:
