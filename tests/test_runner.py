@@ -117,8 +117,8 @@ def test_smoke_writes_a_complete_folder(tmp_path: Path) -> None:
     assert header.preregistration_hash == plan.preregistration_hash
     assert header.seed_list_hash == plan.seed_list_hash and header.seeds == list(plan.seeds)
     assert header.arms == list(plan.arms) and header.attempts == plan.attempts
-    assert header.serving["details"]["health"]["status"] == "ok"
-    assert header.serving["in_process"] is True
+    assert header.serving.details["health"]["status"] == "ok"
+    assert header.serving.in_process is True
     assert "openai" in header.package_versions and header.concurrency == 8
     assert [s.stop_reason for s in header.sessions] == ["complete"]
     lines = lines_of(out)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from poisson_tasks.credentials import SECRET_PIECE, fields_where, holds_secret
 from poisson_tasks.errors import EndpointError, PinRefusal, PreregistrationError, RunFolderError
@@ -18,7 +17,7 @@ from poisson_tasks.pins.owntools import own_tools_ledger
 from poisson_tasks.pins.plan import check_plan
 from poisson_tasks.prereg import Plan
 from poisson_tasks.reference import ReferenceServer, start_reference_server
-from poisson_tasks.runfolder import OwnToolsRecord, RunHeader
+from poisson_tasks.runfolder import OwnToolsRecord, RunHeader, ServingRecord
 from poisson_tasks.runner.verifiers_null import vf_eval_command
 from poisson_tasks.servingpin import compare_serving, serving_facts, session_facts
 from poisson_tasks.tokens import count_tokens
@@ -132,7 +131,7 @@ def resolve_base_url(plan: Plan, key: str | None) -> tuple[str, ReferenceServer 
 
 
 def check_serving_unchanged(
-    path: Path, header: RunHeader, serving: dict[str, Any], plan: Plan
+    path: Path, header: RunHeader, serving: ServingRecord, plan: Plan
 ) -> None:
     """Refuse a resumed session whose serving differs from the first session's on pin N10
     (servingpin.compare_serving), in one line naming each field; writes nothing."""

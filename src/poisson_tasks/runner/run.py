@@ -23,7 +23,6 @@ import dataclasses
 import time
 from pathlib import Path
 
-from poisson_tasks.credentials import scrub
 from poisson_tasks.errors import Interrupted
 from poisson_tasks.prereg import Plan, Slot, load_preregistration, validate_preregistration
 from poisson_tasks.reference import ReferenceServer
@@ -210,9 +209,9 @@ async def _run_plan(request: RunRequest, signals: Signals, opened: list[RunFolde
                 return _complete_already(plan, slots, path, checked)
         key = read_api_key(plan, path)
         base_url, held.server = resolve_base_url(plan, key)
-        serving = scrub(await serving_details(plan.preregistration.model, base_url, key), key)
-        if held.server is not None:
-            serving["in_process"] = True
+        serving = await serving_details(
+            plan.preregistration.model, base_url, key, in_process=held.server is not None
+        )
         if checked is not None and not request.accept_serving_change:
             check_serving_unchanged(path, checked[0], serving, plan)
         folder = (
