@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -224,8 +225,16 @@ def test_provenance_reads_declared_rates_and_self_served_details(tmp_path: Path)
         0.05,
         0.005,
         0.40,
-        "2025-08-07",
+        date(2025, 8, 7),
     )
+    # the card records them as the pre-registration declared them, the date as its JSON writes it
+    assert p.model_dump(mode="json")["rates"] == {
+        "input": 0.05,
+        "cached_input": 0.005,
+        "output": 0.40,
+        "as_of": "2025-08-07",
+        "source": "https://developers.openai.com/api/docs/models/gpt-5-nano",
+    }
     s = p.serving
     assert (s.kind, s.stack, s.stack_version, s.weights_revision, s.gpu) == (
         "self-served",

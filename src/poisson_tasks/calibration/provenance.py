@@ -35,7 +35,7 @@ from pydantic import (
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.local.facts import LlamaCppFacts
-from poisson_tasks.prereg import Thresholds
+from poisson_tasks.prereg import Rates, Thresholds
 from poisson_tasks.providers import ServingKind as RegisteredKind
 from poisson_tasks.providers import provider_def
 from poisson_tasks.runfolder import (
@@ -58,24 +58,11 @@ ServingKind = Literal[RegisteredKind, "unknown"]
 
 __all__ = [
     "Provenance",
-    "RecordedRates",
     "ServingInfo",
     "SessionInfo",
     "provenance_from_header",
     "provenance_from_run",
 ]
-
-
-class RecordedRates(BaseModel):
-    """Declared USD per million tokens (uncached input, cached input, output), and when read."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    input: float
-    cached_input: float
-    output: float
-    as_of: str
-    source: str | None = None
 
 
 class ServingInfo(BaseModel):
@@ -158,7 +145,7 @@ class Provenance(BaseModel):
     budget: dict[str, Any]
     turn_limit: int | None
     concurrency: int | None
-    rates: RecordedRates | None
+    rates: Rates | None  # as the pre-registration declared them (card.json: as_of a date string)
     thresholds: Thresholds
     arms: list[str]
     seeds: list[int]
@@ -271,13 +258,13 @@ def _mapping(header: RunHeader, key: str) -> dict[str, Any]:
     return _section(header.preregistration, key, "preregistration.")
 
 
-def _rates(header: RunHeader) -> RecordedRates | None:
+def _rates(header: RunHeader) -> Rates | None:
     value = _section(header.preregistration, "model", "preregistration.").get("rates")
     if value is None:
         return None
     try:
-        return RecordedRates.model_validate({**value, "as_of": str(value.get("as_of"))})
-    except (ValidationError, AttributeError) as exc:
+        return Rates.model_validate(value)
+    except ValidationError as exc:
         first = str(exc).splitlines()[0]
         raise RunFolderError(
             "run.json: preregistration.model.rates is not input, cached_input, output and "
