@@ -118,25 +118,17 @@ class Session:
                     worker.cancel()
 
     def _abandon(self, trace: Trace) -> None:
-        self.abandoned += 1
-        usage = episode_usage(trace.replies) if trace.replies else Usage()
-        before = self.abandoned_usage
-        self.abandoned_usage = Usage(
-            uncached_input_tokens=(before.uncached_input_tokens or 0)
-            + (usage.uncached_input_tokens or 0),
-            cached_input_tokens=(before.cached_input_tokens or 0)
-            + (usage.cached_input_tokens or 0),
-            completion_tokens=(before.completion_tokens or 0) + (usage.completion_tokens or 0),
-            reasoning_tokens=(before.reasoning_tokens or 0) + (usage.reasoning_tokens or 0),
-        )
-        self.limits.spend.add(usage)
-        self._show_spent(usage)
+        """An episode cut off in flight: counted as abandoned, what its replies spent kept."""
+        self._abandoned(episode_usage(trace.replies) if trace.replies else Usage())
 
     def _abandon_line(self, line: EpisodeLine, spent: bool = False) -> None:
         """A finished episode whose line the disk refused: counted as abandoned, its spend kept
         (`spent`: the folder already counted it when the line was appended)."""
+        self._abandoned(line.usage, spent)
+
+    def _abandoned(self, usage: Usage, spent: bool = False) -> None:
         self.abandoned += 1
-        usage, before = line.usage, self.abandoned_usage
+        before = self.abandoned_usage
         self.abandoned_usage = Usage(
             uncached_input_tokens=(before.uncached_input_tokens or 0)
             + (usage.uncached_input_tokens or 0),
