@@ -289,10 +289,8 @@ class RunFolder:
                     )
                 # a killed session never wrote its count: the records say what it wrote
                 session.episodes_written = state.per_session.get(session.index, 0)
-            # a session served as the header says records no copy of it (stored once)
-            # compared as written: a key given as null differs from a key not given
-            same = serving.model_dump() == header.serving.model_dump()
-            own_serving = None if same else serving
+            # a session served as the header says (compared as written) records no copy of it
+            own_serving = None if serving.model_dump() == header.serving.model_dump() else serving
             header.sessions.append(_session(len(header.sessions), plan, own_serving, shard))
             try:
                 write_header(path, header)
