@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from poisson_tasks.calibration import provenance_from_run, records_from_run
 from poisson_tasks.calibration.records import records_sha256
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.prereg import validate_preregistration
-from poisson_tasks.runfolder import EPISODES, Timing, Usage, write_header
+from poisson_tasks.runfolder import EPISODES, ServingRecord, Timing, Usage, write_header
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -168,13 +169,15 @@ def test_provenance_reads_a_real_preregistration_for_a_reference_policy(tmp_path
     head = head.model_copy(
         update={
             **_prereg("published-reference-oracle.yaml"),
-            "serving": {
-                "provider": "reference",
-                "base_url": "http://127.0.0.1:5/v1",
-                "model": "oracle",
-                "revision": None,
-                "details": {"health": {"ok": True}},
-            },
+            "serving": ServingRecord.model_validate(
+                {
+                    "provider": "reference",
+                    "base_url": "http://127.0.0.1:5/v1",
+                    "model": "oracle",
+                    "revision": None,
+                    "details": {"health": {"ok": True}},
+                }
+            ),
         }
     )
     write_run(tmp_path, head, [])
@@ -202,15 +205,17 @@ def test_provenance_reads_declared_rates_and_self_served_details(tmp_path: Path)
     head = head.model_copy(
         update={
             **_prereg("knob-probe.yaml"),
-            "serving": {
-                "provider": "vllm",
-                "base_url": "http://127.0.0.1:8000/v1",
-                "model": "m",
-                "revision": "abc123",
-                "details": {"version": {"version": "0.29.0"}},
-                "gpu": "L4",
-                "flags": ["--max-model-len", "16384"],
-            },
+            "serving": ServingRecord.model_validate(
+                {
+                    "provider": "vllm",
+                    "base_url": "http://127.0.0.1:8000/v1",
+                    "model": "m",
+                    "revision": "abc123",
+                    "details": {"version": {"version": "0.29.0"}},
+                    "gpu": "L4",
+                    "flags": ["--max-model-len", "16384"],
+                }
+            ),
         }
     )
     write_run(tmp_path, head, [])
@@ -220,8 +225,16 @@ def test_provenance_reads_declared_rates_and_self_served_details(tmp_path: Path)
         0.05,
         0.005,
         0.40,
-        "2025-08-07",
+        date(2025, 8, 7),
     )
+    # the card records them as the pre-registration declared them, the date as its JSON writes it
+    assert p.model_dump(mode="json")["rates"] == {
+        "input": 0.05,
+        "cached_input": 0.005,
+        "output": 0.40,
+        "as_of": "2025-08-07",
+        "source": "https://developers.openai.com/api/docs/models/gpt-5-nano",
+    }
     s = p.serving
     assert (s.kind, s.stack, s.stack_version, s.weights_revision, s.gpu) == (
         "self-served",

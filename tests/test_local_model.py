@@ -459,12 +459,12 @@ def test_props_provenance_reaches_the_card(
     sha = hashlib.sha256(gguf.read_bytes()).hexdigest()
     serving_decl = Serving(provider="llamacpp", model="tiny", base_url=f"{root}/v1")
     serving = asyncio.run(serving_details(serving_decl, f"{root}/v1", None))
-    facts = serving["llamacpp"]
+    facts = serving.llamacpp or {}
     assert facts["model_sha256"] == sha and facts["model_bytes"] == gguf.stat().st_size
     assert facts["threads"] == 1 and facts["n_ctx"] == 4096 and facts["quantization"] == "Q4_1"
     assert facts["template_sha256"] == hashlib.sha256(b"{{ messages }} {{ tools }}").hexdigest()
     assert facts["template_file_sha256"] == file_sha != facts["template_sha256"]
-    assert serving["weights_revision"] == f"sha256:{sha}"
+    assert serving.weights_revision == f"sha256:{sha}"
 
     arms = ["depth:d1", "depth:d2"]
     folder = full_run(

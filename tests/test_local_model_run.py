@@ -34,7 +34,7 @@ def _stored_verdict() -> str:
 
 def test_the_kept_run_is_the_registered_study_on_the_real_model() -> None:
     header = read_header(RUN)
-    plan = load_preregistration(PREREG, base_url=header.serving["base_url"])
+    plan = load_preregistration(PREREG, base_url=header.serving.base_url)
     # The run recorded its document's hash before the ignored bootstrap thresholds left the hash
     # (prereg.IGNORED_THRESHOLDS): the stored document, validated today, is the file's plan.
     assert (

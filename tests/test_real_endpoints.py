@@ -463,10 +463,9 @@ def test_a_vllm_run_records_what_the_server_says(tmp_path: Path) -> None:
         bad = prereg(tmp_path, double.base_url, provider="vllm", revision="fedcba9876543210")
         res = run_cli(bad, tmp_path / "run2")
     serving = read_header(tmp_path / "run").serving
-    assert serving["stack_version"] == "0.11.0" and serving["context_window"] == 8192
-    assert (
-        serving["weights_revision"].startswith("0123456789abcdef0123")
-        and "verified" in (serving["weights_revision"])
+    assert serving.stack_version == "0.11.0" and serving.context_window == 8192
+    assert serving.weights_revision.startswith("0123456789abcdef0123") and "verified" in (
+        serving.weights_revision
     )
     assert res.exit_code == 2 and "other weights" in res.output
     assert not (tmp_path / "run2").exists()
@@ -477,7 +476,7 @@ def test_an_unverifiable_revision_is_declared_not_verified(tmp_path: Path) -> No
         path = prereg(tmp_path, double.base_url, revision="abc1234")
         assert run_cli(path, tmp_path / "run").exit_code == 0
     serving = read_header(tmp_path / "run").serving
-    assert serving["weights_revision"] == "abc1234 (declared, not verified)"
+    assert serving.weights_revision == "abc1234 (declared, not verified)"
     assert "abc1234 (declared, not verified)" in render_document(card_from_run(tmp_path / "run"))
 
 
@@ -508,8 +507,8 @@ def test_ollama_digest_and_context_are_read_and_checked(tmp_path: Path) -> None:
         bad = prereg(tmp_path, double.base_url, provider="ollama", revision="deadbeef0000")
         res = run_cli(bad, tmp_path / "run2")
     serving = read_header(tmp_path / "run").serving
-    assert serving["context_window"] == 32768 and serving["quantization"] == "Q4_K_M"
-    assert serving["weights_revision"].startswith(digest)
+    assert serving.context_window == 32768 and serving.quantization == "Q4_K_M"
+    assert serving.weights_revision.startswith(digest)
     assert res.exit_code == 2 and "other weights" in res.output
     assert not (tmp_path / "run2").exists()
 
@@ -520,7 +519,7 @@ def test_gpu_facts_come_from_the_sidecar(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("POISSON_SERVING_SIDECAR", str(sidecar))
     with serve() as double:
         assert run_cli(prereg(tmp_path, double.base_url), tmp_path / "run").exit_code == 0
-    assert read_header(tmp_path / "run").serving["gpu"] == "NVIDIA H200, driver 570.86"
+    assert read_header(tmp_path / "run").serving.gpu == "NVIDIA H200, driver 570.86"
 
 
 def test_the_serving_facts_file_gives_the_flags_and_must_name_the_model(
@@ -535,7 +534,7 @@ def test_the_serving_facts_file_gives_the_flags_and_must_name_the_model(
         assert run_cli(prereg(tmp_path, double.base_url), tmp_path / "run").exit_code == 0
         facts.write_text(json.dumps({"model": "another/model", "flags": flags}))
         res = run_cli(prereg(tmp_path, double.base_url), tmp_path / "run2")
-    assert read_header(tmp_path / "run").serving["flags"] == flags
+    assert read_header(tmp_path / "run").serving.flags == flags
     assert res.exit_code == 2 and "another/model" in res.output
     assert not (tmp_path / "run2").exists()
 

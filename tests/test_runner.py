@@ -117,8 +117,8 @@ def test_smoke_writes_a_complete_folder(tmp_path: Path) -> None:
     assert header.preregistration_hash == plan.preregistration_hash
     assert header.seed_list_hash == plan.seed_list_hash and header.seeds == list(plan.seeds)
     assert header.arms == list(plan.arms) and header.attempts == plan.attempts
-    assert header.serving["details"]["health"]["status"] == "ok"
-    assert header.serving["in_process"] is True
+    assert header.serving.details["health"]["status"] == "ok"
+    assert header.serving.in_process is True
     assert "openai" in header.package_versions and header.concurrency == 8
     assert [s.stop_reason for s in header.sessions] == ["complete"]
     lines = lines_of(out)
@@ -864,7 +864,7 @@ def test_the_runner_builds_no_negative_controls(
         asked.append(controls)
         return real(arm, seed, controls=controls)
 
-    monkeypatch.setattr("poisson_tasks.runner.run.generate", spy)
+    monkeypatch.setattr("poisson_tasks.runner.session.generate", spy)
     path = prereg(tmp_path, base_url=server.base_url, tasks=2, attempts=1)
     run_preregistration(path, tmp_path / "run", show_progress=False)
     lines = lines_of(tmp_path / "run")
@@ -893,7 +893,7 @@ def test_a_runner_bug_stops_the_run_and_is_not_called_complete(
             raise RuntimeError("generator bug")
         return real(arm, seed, controls=controls)
 
-    monkeypatch.setattr("poisson_tasks.runner.run.generate", broken)
+    monkeypatch.setattr("poisson_tasks.runner.session.generate", broken)
     with pytest.raises(RuntimeError, match="generator bug"):
         run_preregistration(path, tmp_path / "run", show_progress=False)
     session = read_header(tmp_path / "run").sessions[0]

@@ -12,15 +12,16 @@ from endpoint_double import MODEL, Answer, serve
 from test_real_endpoints import VLLM_MODELS, prereg
 from typer.testing import CliRunner
 
+from poisson_tasks import servingpin
 from poisson_tasks.calibration import card_from_run, render_document
 from poisson_tasks.calibration.cardjson import card_json
 from poisson_tasks.cli import app
-from poisson_tasks.runfolder import HEADER, read_header
+from poisson_tasks.runfolder import HEADER, ServingRecord, read_header
 from poisson_tasks.servingpin import (
     N10_FIELDS,
+    ServingFacts,
     compare_serving,
     revisions_agree,
-    serving_facts,
     session_facts,
 )
 
@@ -36,6 +37,11 @@ VLLM: dict[str, Any] = {
     "context_window": 8192,
     "base_url": "http://127.0.0.1:1/v1",
 }
+
+
+def serving_facts(serving: dict[str, Any], decoding: dict[str, Any]) -> ServingFacts:
+    """N10's facts of a serving written as the runner writes it into run.json."""
+    return servingpin.serving_facts(ServingRecord.model_validate(serving), decoding)
 
 
 def test_the_same_serving_holds_and_the_base_url_or_a_note_is_not_a_change() -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from poisson_tasks.runfolder import RunHeader
+from poisson_tasks.runfolder import MAX_CONTEXT_WINDOW, RunHeader, ServingRecord
 
 __all__ = [
     "MAX_CONTEXT_WINDOW",
@@ -62,7 +62,6 @@ _WIDTH = 80  # a value in a one-line message (serving flags can run to 2,000 cha
 # string, a context window a positive integer, a raw answer at most RAW_ANSWER_BYTES of JSON.
 UNREADABLE = "unreadable"
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_\-:/ ()~@,]{0,63}", re.ASCII)
-MAX_CONTEXT_WINDOW = 2**31
 RAW_ANSWER_BYTES = 4096
 
 
@@ -178,14 +177,12 @@ def _text(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _engine_version(serving: Mapping[str, Any]) -> str | None:
+def _engine_version(serving: ServingRecord) -> str | None:
     """stack_version, else the version the server's own route reported (vLLM and Ollama:
     details.version; the reference endpoint: details.health.version)."""
-    if serving.get("stack_version") is not None:
-        return readable_version(serving["stack_version"])
-    details = serving.get("details")
-    if not isinstance(details, Mapping):
-        return None
+    if serving.stack_version is not None:
+        return readable_version(serving.stack_version)
+    details = serving.details
     version = details.get("version")
     if isinstance(version, Mapping):
         version = version.get("version")
@@ -194,18 +191,18 @@ def _engine_version(serving: Mapping[str, Any]) -> str | None:
     return readable_version(version)
 
 
-def serving_facts(serving: Mapping[str, Any], decoding: Mapping[str, Any]) -> ServingFacts:
+def serving_facts(serving: ServingRecord, decoding: Mapping[str, Any]) -> ServingFacts:
     """N10's facts from what the runner recorded about a serving and the declared decoding."""
-    llamacpp = serving.get("llamacpp")
-    template = llamacpp.get("template_sha256") if isinstance(llamacpp, Mapping) else None
+    llamacpp = serving.llamacpp
+    template = llamacpp.get("template_sha256") if llamacpp is not None else None
     return ServingFacts(
-        model=_text(serving.get("model")),
-        revision=_text(serving.get("weights_revision") or serving.get("revision")),
-        engine=_text(serving.get("stack") or serving.get("provider")),
+        model=_text(serving.model),
+        revision=_text(serving.weights_revision or serving.revision),
+        engine=_text(serving.stack or serving.provider),
         engine_version=_engine_version(serving),
-        flags=_text(serving.get("flags")),
-        context_window=_text(context_window(serving.get("context_window"))),
-        quantization=_text(serving.get("quantization")),
+        flags=_text(serving.flags),
+        context_window=_text(serving.context_window),
+        quantization=_text(serving.quantization),
         chat_template=_text(template),
         sampling=_text(dict(decoding)) if decoding else None,
     )

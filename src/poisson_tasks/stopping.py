@@ -8,7 +8,7 @@ instead is unsafe wherever the stop happens to land: inside an import (a module 
 extension interrupted in its initialisation crashed the process), inside a __del__ or a weakref
 callback (Python prints the exception, drops it and goes on), inside a library that calls back
 into Python (pydantic's serializer turned it into an internal error). A run installs its own
-handlers for its life (runner/run.py: a grace period, then the header written with the stop) and
+handlers for its life (runner/signals.py: a grace period, then the header written with the stop) and
 puts these back after.
 """
 

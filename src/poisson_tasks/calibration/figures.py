@@ -26,7 +26,6 @@ from poisson_tasks.calibration.artifact import (
 )
 from poisson_tasks.calibration.cardjson import round_figure
 from poisson_tasks.calibration.intervals import rate_interval
-from poisson_tasks.calibration.provenance import RecordedRates
 from poisson_tasks.calibration.stats import (
     IntArray,
     is_saturated,
@@ -36,7 +35,7 @@ from poisson_tasks.calibration.stats import (
     task_pass_at_k,
 )
 from poisson_tasks.calibration.tally import CellTally, TotalsTally
-from poisson_tasks.prereg import Thresholds
+from poisson_tasks.prereg import Rates, Thresholds
 
 __all__ = ["CellCounts", "build_cell", "cell_counts", "no_call_share", "no_calls", "totals"]
 
@@ -130,7 +129,7 @@ def _pass_hat_k(counts: CellCounts, attempts: int) -> list[PassHatK]:
     return out
 
 
-def totals(tally: TotalsTally, rates: RecordedRates | None) -> Totals:
+def totals(tally: TotalsTally, rates: Rates | None) -> Totals:
     """Token totals and dollars over every episode line tallied (scored and instrument alike)."""
     prompt, cached, completion = tally.prompt, tally.cached, tally.completion
     reasoning = tally.reasoning
@@ -188,7 +187,7 @@ def build_cell(
     seeds: Sequence[int],
     attempts: int,
     thresholds: Thresholds,
-    rates: RecordedRates | None,
+    rates: Rates | None,
 ) -> tuple[Cell, CellCounts]:
     """One arm's Cell and its per-seed counts. A cell over the instrument limit is withheld."""
     episodes, scored = cell.totals.episodes, cell.scored

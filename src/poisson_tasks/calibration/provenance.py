@@ -6,11 +6,11 @@ What the card reads from the header's free-form parts, as the runner writes them
   `model.provider`, `model.model`, `model.revision`, `model.rates` (USD per million tokens:
   `input`, `cached_input`, `output`, `as_of`, the date they were read, and `source`),
   `decoding`, `design.turn_limit` and `budget`. A model without `rates` gets no dollar figure.
-- `serving` (what the endpoint reported about itself): `provider`, `model`, `revision`, and under
-  `details` the server's version (`details.version`, from vLLM or Ollama). Optional keys a
-  serving stack may add and the card prints: `stack`, `stack_version`, `flags`, `gpu`,
-  `weights_revision`, `context_window`, and `kind` (`api`, `self-served`, `reference`), which otherwise follows
-  from the provider's registered kind (providers/: openai is an API, reference is this package's
+- `serving` (what the endpoint reported about itself, typed once as runfolder.ServingRecord):
+  `provider`, `model`, `revision`, and under `details` the server's version (`details.version`,
+  from vLLM or Ollama). Optional keys a serving stack may add and the card prints: `stack`,
+  `stack_version`, `flags`, `gpu`, `weights_revision`, `context_window`, and `kind` (`api`,
+  `self-served`, `reference`), which otherwise follows from the provider's registered kind (providers/: openai is an API, reference is this package's
   reference policies, vllm, ollama, llamacpp and openai-compatible are served by the user).
   For llama.cpp the runner also writes `llamacpp` (local.facts.LlamaCppFacts: build, model
   file, size, sha256, quantisation, n_ctx, threads, chat template and its sha256), which the card
@@ -35,7 +35,7 @@ from pydantic import (
 from poisson_tasks.arms import parse_arm_id
 from poisson_tasks.errors import RunFolderError
 from poisson_tasks.local.facts import LlamaCppFacts
-from poisson_tasks.prereg import Thresholds
+from poisson_tasks.prereg import Rates, Thresholds
 from poisson_tasks.providers import ServingKind as RegisteredKind
 from poisson_tasks.providers import provider_def
 from poisson_tasks.runfolder import (
@@ -43,12 +43,12 @@ from poisson_tasks.runfolder import (
     OwnToolsRecord,
     PacingRecord,
     RunHeader,
+    ServingRecord,
     StopReason,
     open_run,
 )
 from poisson_tasks.servingpin import (
     compare_serving,
-    context_window,
     readable_version,
     session_facts,
 )
@@ -58,24 +58,11 @@ ServingKind = Literal[RegisteredKind, "unknown"]
 
 __all__ = [
     "Provenance",
-    "RecordedRates",
     "ServingInfo",
     "SessionInfo",
     "provenance_from_header",
     "provenance_from_run",
 ]
-
-
-class RecordedRates(BaseModel):
-    """Declared USD per million tokens (uncached input, cached input, output), and when read."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    input: float
-    cached_input: float
-    output: float
-    as_of: str
-    source: str | None = None
 
 
 class ServingInfo(BaseModel):
@@ -158,7 +145,7 @@ class Provenance(BaseModel):
     budget: dict[str, Any]
     turn_limit: int | None
     concurrency: int | None
-    rates: RecordedRates | None
+    rates: Rates | None  # as the pre-registration declared them (card.json: as_of a date string)
     thresholds: Thresholds
     arms: list[str]
     seeds: list[int]
@@ -205,53 +192,51 @@ def _section(mapping: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _kind(serving: dict[str, Any], provider: str) -> ServingKind:
-    declared = serving.get("kind")
+def _kind(serving: ServingRecord, provider: str) -> ServingKind:
+    declared = serving.kind
     if declared in get_args(RegisteredKind):
         return cast(ServingKind, declared)
     registered = provider_def(provider)
     return "unknown" if registered is None else registered.kind
 
 
-def _server_version(serving: dict[str, Any]) -> str | None:
+def _server_version(serving: ServingRecord) -> str | None:
     """The serving stack's version as the server reported it (vLLM, Ollama: details.version)."""
-    if serving.get("stack_version") is not None:
-        return readable_version(serving["stack_version"])
-    version = _section(serving, "details", "serving.").get("version")
+    if serving.stack_version is not None:
+        return readable_version(serving.stack_version)
+    version = serving.details.get("version")
     if isinstance(version, dict):
         version = version.get("version")
     return readable_version(version)
 
 
-def _serving(header: RunHeader, serving: dict[str, Any] | None = None) -> ServingInfo:
+def _serving(header: RunHeader, serving: ServingRecord | None = None) -> ServingInfo:
     """The card's account of a serving: the header's (the first session's), or `serving`."""
     serving = header.serving if serving is None else serving
     declared = _section(header.preregistration, "model", "preregistration.")
-    provider = str(serving.get("provider") or declared.get("provider") or "").lower() or None
+    provider = str(serving.provider or declared.get("provider") or "").lower() or None
     kind = _kind(serving, provider or "")
-    flags = serving.get("flags") or []
-    model = serving.get("model") or declared.get("model")
-    stack = serving.get("stack") or (provider if kind == "self-served" else None)
-    window = serving.get("context_window")
+    model = serving.model or declared.get("model")
     return ServingInfo(
         kind=kind,
         provider=provider,
-        stack=_text(stack),
+        stack=serving.stack or (provider if kind == "self-served" else None),
         stack_version=_server_version(serving) if kind == "self-served" else None,
-        flags=[str(f) for f in flags] if isinstance(flags, list) else [str(flags)],
-        gpu=_text(serving.get("gpu")),
+        flags=list(serving.flags or []),
+        gpu=serving.gpu,
         weights_revision=_text(
-            serving.get("weights_revision") or serving.get("revision") or declared.get("revision")
+            serving.weights_revision or serving.revision or declared.get("revision")
         ),
         policy=_text(model) if kind == "reference" else None,
-        context_window=context_window(window),
+        context_window=serving.context_window,
         llamacpp=_llamacpp(serving),
     )
 
 
-def _llamacpp(serving: dict[str, Any]) -> LlamaCppFacts | None:
-    """What a llama.cpp server reported (`serving.llamacpp`, written by the runner's preflight)."""
-    value = serving.get("llamacpp")
+def _llamacpp(serving: ServingRecord) -> LlamaCppFacts | None:
+    """What a llama.cpp server reported (`serving.llamacpp`, written by the runner's preflight),
+    held to local.facts.LlamaCppFacts (the record keeps it as written, so its bytes stay)."""
+    value = serving.llamacpp
     if value is None:
         return None
     try:
@@ -265,7 +250,7 @@ def _llamacpp(serving: dict[str, Any]) -> LlamaCppFacts | None:
 
 def _model(header: RunHeader) -> str:
     declared = _section(header.preregistration, "model", "preregistration.")
-    name = header.serving.get("model") or declared.get("model")
+    name = header.serving.model or declared.get("model")
     return str(name) if name else "not recorded"
 
 
@@ -273,13 +258,13 @@ def _mapping(header: RunHeader, key: str) -> dict[str, Any]:
     return _section(header.preregistration, key, "preregistration.")
 
 
-def _rates(header: RunHeader) -> RecordedRates | None:
+def _rates(header: RunHeader) -> Rates | None:
     value = _section(header.preregistration, "model", "preregistration.").get("rates")
     if value is None:
         return None
     try:
-        return RecordedRates.model_validate({**value, "as_of": str(value.get("as_of"))})
-    except (ValidationError, AttributeError) as exc:
+        return Rates.model_validate(value)
+    except ValidationError as exc:
         first = str(exc).splitlines()[0]
         raise RunFolderError(
             "run.json: preregistration.model.rates is not input, cached_input, output and "

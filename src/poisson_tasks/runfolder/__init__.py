@@ -1,6 +1,7 @@
 """The run folder: `run.json` (the header) and `episodes.jsonl` (one line per episode).
 
-One package owns it: its schema (schema.py), the header's reading and check (header.py),
+One package owns it: its schema (schema.py, with the serving record in serving.py), the
+header's reading and check (header.py),
 the episode lines' one reader (episodes.py), its one writer (writer.py: header, lines, lock,
 what a kill leaves), the plan's slots (slots.py), and `open_run` (reader.py), which every
 command that reads a folder goes through. The runner's session loop (runner/folder.py) drives
@@ -90,6 +91,7 @@ from poisson_tasks.runfolder.schema import (
     stop_words,
     uncached_input,
 )
+from poisson_tasks.runfolder.serving import MAX_CONTEXT_WINDOW, ServingRecord
 from poisson_tasks.runfolder.slots import (
     PlanSlots,
 )
@@ -114,6 +116,7 @@ __all__ = [
     "HEADER_MAX_BYTES",
     "LINE_MAX_BYTES",
     "LOCK",
+    "MAX_CONTEXT_WINDOW",
     "REPLAY",
     "RUN_FIRST",
     "STOP_WORDS",
@@ -130,6 +133,7 @@ __all__ = [
     "RecordStream",
     "ReplayRecord",
     "RunHeader",
+    "ServingRecord",
     "Session",
     "ShardRecord",
     "StopReason",

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from poisson_tasks.prereg import Thresholds
+from poisson_tasks.runfolder.serving import ServingRecord
 from poisson_tasks.verifier import Outcome
 
 HEADER = "run.json"
@@ -190,7 +191,7 @@ class Session(BaseModel):
     abandoned_usage: Usage = Usage()
     concurrency: int | None = None
     budget: dict[str, Any] | None = None
-    serving: dict[str, Any] | None = None
+    serving: ServingRecord | None = None
     pacing: PacingRecord | None = None
 
     @model_serializer(mode="wrap")
@@ -305,7 +306,7 @@ class RunHeader(BaseModel):
     environment_hash: str
     package_version: str
     package_versions: dict[str, str] = Field(default_factory=dict)
-    serving: dict[str, Any] = Field(default_factory=dict)
+    serving: ServingRecord = Field(default_factory=ServingRecord)
     concurrency: int | None = None
     thresholds: Thresholds = Thresholds()
     sessions: list[Session] = Field(default_factory=list)

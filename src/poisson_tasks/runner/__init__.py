@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 from poisson_tasks.runner.folder import default_run_folder
+from poisson_tasks.runner.preflight import check_plan_pins
 from poisson_tasks.runner.request import RunRequest, session_request
 from poisson_tasks.runner.run import (
-    check_plan_pins,
     replay_run,
     run_plan,
     run_preregistration,

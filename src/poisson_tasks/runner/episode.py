@@ -38,7 +38,7 @@ from poisson_tasks.runner.endpoint import Endpoint, ModelReply, derived_seed
 from poisson_tasks.runner.failures import CallLog
 from poisson_tasks.runner.received import MAX_EPISODE_BYTES
 from poisson_tasks.runner.textcalls import text_call_dialect
-from poisson_tasks.verifier import FormatReport, Outcome, verify
+from poisson_tasks.verifier import EpisodeVerdict, FormatReport, Outcome, verify
 
 
 def user_tag(slot: Slot) -> str:
@@ -258,6 +258,31 @@ async def _loop(
     return True
 
 
+def _judged(
+    bundle: TaskBundle,
+    trace: Trace,
+    hit_limit: bool,
+    instrument: Outcome | None,
+    error: str | None,
+) -> tuple[EpisodeVerdict | None, Outcome, str | None]:
+    """An episode's verdict (None after an instrument failure), its outcome and its error: the
+    verifier's, unless its replay differs from what the runner observed (replay_mismatch)."""
+    if instrument is not None:
+        return None, instrument, error
+    fmt = FormatReport(unparsed_calls=len(trace.text_calls))
+    verdict = verify(
+        bundle, trace.turns, ended_with_reply=not hit_limit, turn_limit_hit=hit_limit, fmt=fmt
+    )
+    if verdict.outcome != "verifier_error" and verdict.observations != trace.observations:
+        return (
+            verdict,
+            "replay_mismatch",
+            "the verifier's replay differs from the runner's observations "
+            f"(verdict was {verdict.outcome})",
+        )
+    return verdict, verdict.outcome, verdict.detail or error
+
+
 async def run_episode(
     bundle: TaskBundle,
     slot: Slot,
@@ -285,29 +310,7 @@ async def run_episode(
     except TimeoutError:
         trace.close_call()
         instrument, error = "wall_timeout", f"the episode ran past {ctx.timeout_s:g} s"
-    fmt = FormatReport(unparsed_calls=len(trace.text_calls))
-    verdict = (
-        verify(
-            bundle, trace.turns, ended_with_reply=not hit_limit, turn_limit_hit=hit_limit, fmt=fmt
-        )
-        if instrument is None
-        else None
-    )
-    outcome: Outcome
-    if verdict is None:
-        assert instrument is not None
-        outcome = instrument
-    elif verdict.outcome != "verifier_error" and verdict.observations != trace.observations:
-        outcome, error = (
-            "replay_mismatch",
-            (
-                f"the verifier's replay differs from the runner's observations "
-                f"(verdict was {verdict.outcome})"
-            ),
-        )
-    else:
-        outcome = verdict.outcome
-        error = verdict.detail or error
+    verdict, outcome, error = _judged(bundle, trace, hit_limit, instrument, error)
     scored = verdict is not None and outcome == verdict.outcome
     episode_s = time.perf_counter() - start
     return EpisodeLine(

@@ -54,6 +54,7 @@ from poisson_tasks.runfolder import (
     PlanSlots,
     ReplayRecord,
     RunHeader,
+    ServingRecord,
     Session,
     ShardRecord,
     StopReason,
@@ -155,7 +156,7 @@ class RunFolder:
         cls,
         path: Path,
         plan: Plan,
-        serving: dict[str, Any],
+        serving: ServingRecord,
         own_tools: OwnToolsRecord | None = None,
         lock: FolderLock | None = None,
         shard: ShardRecord | None = None,
@@ -258,7 +259,7 @@ class RunFolder:
         cls,
         path: Path,
         plan: Plan,
-        serving: dict[str, Any],
+        serving: ServingRecord,
         checked: tuple[RunHeader, FolderState],
         lock: FolderLock | None = None,
         shard: ShardRecord | None = None,
@@ -288,8 +289,8 @@ class RunFolder:
                     )
                 # a killed session never wrote its count: the records say what it wrote
                 session.episodes_written = state.per_session.get(session.index, 0)
-            # a session served as the header says records no copy of it (stored once)
-            own_serving = None if serving == header.serving else serving
+            # a session served as the header says (compared as written) records no copy of it
+            own_serving = None if serving.model_dump() == header.serving.model_dump() else serving
             header.sessions.append(_session(len(header.sessions), plan, own_serving, shard))
             try:
                 write_header(path, header)
@@ -541,7 +542,7 @@ def _check_replay(path: Path, header: RunHeader, replay: ReplayRecord | None) ->
 
 def _header(
     plan: Plan,
-    serving: dict[str, Any],
+    serving: ServingRecord,
     own_tools: OwnToolsRecord | None = None,
     shard: ShardRecord | None = None,
     replay: ReplayRecord | None = None,
@@ -571,7 +572,7 @@ def _header(
 
 
 def _session(
-    index: int, plan: Plan, serving: dict[str, Any] | None, shard: ShardRecord | None = None
+    index: int, plan: Plan, serving: ServingRecord | None, shard: ShardRecord | None = None
 ) -> Session:
     """A new session; a shard's session records the shard's share of the budget, and its own
     serving only when it differs from the header's (None: served as the header says)."""

@@ -291,9 +291,11 @@ def _merged_header(shards: list[ShardFolder], folder_names: list[str]) -> RunHea
                 budget=dict(record.budget),
             )
         )
-    serving = dict(first.serving)
-    if "base_url" in serving:
-        serving["base_url"] = (document.get("model") or {}).get("base_url")
+    serving = first.serving
+    if "base_url" in serving.model_fields_set:
+        serving = serving.model_copy(
+            update={"base_url": (document.get("model") or {}).get("base_url")}
+        )
     assert first.shard is not None
     return first.model_copy(
         update={

@@ -37,6 +37,7 @@ from poisson_tasks.errors import EndpointError
 from poisson_tasks.local.facts import llamacpp_facts
 from poisson_tasks.prereg import Serving
 from poisson_tasks.providers import PROVIDERS
+from poisson_tasks.runfolder import ServingRecord
 from poisson_tasks.runner.received import ACCEPT_IDENTITY, BodyRefused, limit_body
 from poisson_tasks.servingpin import (
     RAW_ANSWER_BYTES,
@@ -376,8 +377,12 @@ if set(_PREFLIGHTS) != set(PROVIDERS):
     raise RuntimeError(f"runner.provenance: no preflight for {set(PROVIDERS) - set(_PREFLIGHTS)}")
 
 
-async def serving_details(serving: Serving, base_url: str, api_key: str | None) -> dict[str, Any]:
-    """What the endpoint says about itself; raises EndpointError when it cannot serve this run."""
+async def serving_details(
+    serving: Serving, base_url: str, api_key: str | None, *, in_process: bool = False
+) -> ServingRecord:
+    """What the endpoint says about itself, as recorded (the key redacted from every string;
+    `in_process`: the reference server this run started); raises EndpointError when it cannot
+    serve this run."""
     headers = {**ACCEPT_IDENTITY, **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
     sidecar = _read_sidecar()
     async with httpx2.AsyncClient(
@@ -405,14 +410,16 @@ async def serving_details(serving: Serving, base_url: str, api_key: str | None) 
         details["sidecar"] = sidecar
     # every raw answer kept once, each at most RAW_ANSWER_BYTES of JSON
     details = {name: bounded_answer(answer) for name, answer in details.items()}
-    return {
+    recorded = {
         "provider": serving.provider,
         "base_url": base_url,
         "model": serving.model,
         "revision": serving.revision,
         **{k: v for k, v in extra.items() if v is not None},
         "details": details,
+        **({"in_process": True} if in_process else {}),
     }
+    return ServingRecord.model_validate(scrub(recorded, api_key))
 
 
 def _model_ids(listing: Any) -> set[str]:

@@ -146,7 +146,7 @@ def _rates_line(artifact: Artifact) -> str:
     return (
         "Computed dollars use the declared rates per million tokens: "
         f"${rates.input:g} uncached input, ${rates.cached_input:g} cached input, "
-        f"${rates.output:g} completion, read on {markdown(rates.as_of)}"
+        f"${rates.output:g} completion, read on {markdown(rates.as_of.isoformat())}"
         + (f" from {markdown(rates.source)}." if rates.source else ".")
     )
 
