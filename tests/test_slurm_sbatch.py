@@ -190,7 +190,8 @@ def test_two_tasks_resume_and_merge_into_a_card(tmp_path: Path) -> None:
     alone = {"SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "1", "SHARDS": "2"}
     again = _task(tmp_path, _env(tmp_path, 1, 2, PREREG=study.name, **alone))
     assert again.returncode == 0, again.stderr
-    assert "resuming" in again.stderr and "(shard 1/2) session 1: complete" in again.stderr
+    assert "resuming" in again.stderr and "(shard 1/2) is complete already" in again.stderr
+    assert "no session was added" in again.stderr  # a complete shard resumed adds no empty session
     assert f"127.0.0.1:{port}/v1" in again.stderr and _port_of(shard[1]) == port
     # The same index under another N is refused by the runner, in one line.
     other = _task(tmp_path, _env(tmp_path, 1, 2, PREREG=study.name, **{**alone, "SHARDS": "3"}))
