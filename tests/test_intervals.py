@@ -339,7 +339,9 @@ def test_cells_that_cannot_be_rated_are_refused() -> None:
     with pytest.raises(ValueError):
         paired_interval([1, 1], [2, 2], [1, 1, 1], [2, 2, 2], 0.95)
     with pytest.raises(ValueError):
-        paired_interval([1, 1], [2, 0], [1, 1], [0, 2], 0.95)  # one seed scored at both levels
+        paired_interval([1, 1], [2, 0], [1, 1], [0, 2], 0.95)  # no seed scored at both levels
+    with pytest.raises(ValueError, match="fewer than two seeds"):
+        paired_interval([1, 1], [2, 2], [0, 1], [0, 2], 0.95)  # one seed scored at both levels
     with pytest.raises(ValueError):
         rate_interval_arrays([[1, 1]], [[1, 0]], 0.95)
     with pytest.raises(ValueError):
@@ -442,6 +444,7 @@ def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcas
         (one, one, one, two),
         (one, one, two, two),
         (two, one, one, one),
+        (two, two, one, one),
     ):
         with pytest.raises(ValueError, match="aligned on the same tasks"):
             paired_interval_arrays(*arrays, 0.95)
@@ -451,7 +454,7 @@ def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcas
     for a, b in (([1, 1, 1], [1, 1]), ([1, 1], [1, 1, 1])):
         with pytest.raises(ValueError, match="aligned on the same seeds"):
             paired_interval(a, [2] * len(a), b, [2] * len(b), 0.95)
-    for succ, att in ((3, 5), ([[3, 1]], [[5, 5]])):
+    for succ, att in ((3, 5), ([[3, 1]], [[5, 5]]), ([1], [3, 3]), ([1, 1], [3])):
         with pytest.raises(ValueError, match="1-D arrays"):
             rate_interval(succ, att, 0.95)
         with pytest.raises(ValueError, match="1-D arrays"):
