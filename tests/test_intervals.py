@@ -499,3 +499,10 @@ def test_a_sign_test_p_of_exactly_alpha_rejects() -> None:
 def test_the_exact_bound_at_a_confidence_below_one_half() -> None:
     assert exact_all_agree_bound(0.4, 10) == pytest.approx(0.3 ** (1 / 10))
     assert exact_all_agree_bound(0.2, 5) == pytest.approx(0.4 ** (1 / 5))
+
+
+def test_the_floor_of_a_pair_with_no_task_that_differs_holds_with_few_tasks_too() -> None:
+    for succ, att in (([2, 3, 4], [40, 40, 40]), ([5, 15], [20, 20])):
+        got = paired_interval(succ, att, succ, att, 0.95)
+        floor = 1 - 0.025 ** (1 / len(succ))  # under 0.5 to the 1/T: 0.292 and 0.158
+        assert (got.low, got.high) == pytest.approx((-floor, floor))
