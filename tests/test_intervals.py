@@ -401,6 +401,7 @@ def test_the_sign_test_is_the_same_whichever_way_the_tasks_go() -> None:
         assert float(sign_test_p(-up)[0]) == float(sign_test_p(up)[0])
     assert float(sign_test_p(np.full(10, -0.2))[0]) == pytest.approx(2 / 1024)
     assert float(sign_test_p(np.ones(10))[0]) == pytest.approx(2 / 1024)  # every task 0 -> 1
+    assert float(sign_test_p(-np.ones(10))[0]) == pytest.approx(2 / 1024)  # every task 1 -> 0
 
 
 def test_the_sign_test_decides_at_any_confidence_below_one_half_too() -> None:
