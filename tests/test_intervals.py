@@ -339,7 +339,9 @@ def test_cells_that_cannot_be_rated_are_refused() -> None:
     with pytest.raises(ValueError):
         paired_interval([1, 1], [2, 2], [1, 1, 1], [2, 2, 2], 0.95)
     with pytest.raises(ValueError):
-        paired_interval([1, 1], [2, 0], [1, 1], [0, 2], 0.95)  # one seed scored at both levels
+        paired_interval([1, 1], [2, 0], [1, 1], [0, 2], 0.95)  # no seed scored at both levels
+    with pytest.raises(ValueError, match="fewer than two seeds"):
+        paired_interval([1, 1], [2, 2], [0, 1], [0, 2], 0.95)  # one seed scored at both levels
     with pytest.raises(ValueError):
         rate_interval_arrays([[1, 1]], [[1, 0]], 0.95)
     with pytest.raises(ValueError):
@@ -399,6 +401,7 @@ def test_the_sign_test_is_the_same_whichever_way_the_tasks_go() -> None:
         assert float(sign_test_p(-up)[0]) == float(sign_test_p(up)[0])
     assert float(sign_test_p(np.full(10, -0.2))[0]) == pytest.approx(2 / 1024)
     assert float(sign_test_p(np.ones(10))[0]) == pytest.approx(2 / 1024)  # every task 0 -> 1
+    assert float(sign_test_p(-np.ones(10))[0]) == pytest.approx(2 / 1024)  # every task 1 -> 0
 
 
 def test_the_sign_test_decides_at_any_confidence_below_one_half_too() -> None:
@@ -442,6 +445,7 @@ def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcas
         (one, one, one, two),
         (one, one, two, two),
         (two, one, one, one),
+        (two, two, one, one),
     ):
         with pytest.raises(ValueError, match="aligned on the same tasks"):
             paired_interval_arrays(*arrays, 0.95)
@@ -451,7 +455,7 @@ def test_arrays_that_are_not_aligned_are_refused_even_where_numpy_would_broadcas
     for a, b in (([1, 1, 1], [1, 1]), ([1, 1], [1, 1, 1])):
         with pytest.raises(ValueError, match="aligned on the same seeds"):
             paired_interval(a, [2] * len(a), b, [2] * len(b), 0.95)
-    for succ, att in ((3, 5), ([[3, 1]], [[5, 5]])):
+    for succ, att in ((3, 5), ([[3, 1]], [[5, 5]]), ([1], [3, 3]), ([1, 1], [3])):
         with pytest.raises(ValueError, match="1-D arrays"):
             rate_interval(succ, att, 0.95)
         with pytest.raises(ValueError, match="1-D arrays"):
@@ -496,3 +500,10 @@ def test_a_sign_test_p_of_exactly_alpha_rejects() -> None:
 def test_the_exact_bound_at_a_confidence_below_one_half() -> None:
     assert exact_all_agree_bound(0.4, 10) == pytest.approx(0.3 ** (1 / 10))
     assert exact_all_agree_bound(0.2, 5) == pytest.approx(0.4 ** (1 / 5))
+
+
+def test_the_floor_of_a_pair_with_no_task_that_differs_holds_with_few_tasks_too() -> None:
+    for succ, att in (([2, 3, 4], [40, 40, 40]), ([5, 15], [20, 20])):
+        got = paired_interval(succ, att, succ, att, 0.95)
+        floor = 1 - 0.025 ** (1 / len(succ))  # under 0.5 to the 1/T: 0.292 and 0.158
+        assert (got.low, got.high) == pytest.approx((-floor, floor))

@@ -119,6 +119,15 @@ def test_check_fails_only_below_the_recorded_share(
     assert mutation.check(["engine"]) == []  # a session with no recorded score is not held
 
 
+def test_the_recorded_verifier_score_is_the_one_results_md_quotes() -> None:
+    recorded = json.loads(mutation.RECORDED.read_text())
+    verifier = recorded["verifier"]
+    share = f"{verifier['caught'] / verifier['mutants']:.1%}"
+    results = (BENCHMARKS / "RESULTS.md").read_text(encoding="utf-8")
+    assert f"{verifier['caught']} of {verifier['mutants']}" in results and share in results
+    assert verifier["tests"] == list(mutation.SESSIONS["verifier"].tests)
+
+
 def _serve(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     sock = tmp_path / "server.sock"
     server = subprocess.Popen(
