@@ -104,14 +104,14 @@ def test_a_stop_with_nothing_written_imports_nothing(monkeypatch: pytest.MonkeyP
     # the handler computes the line wherever the stop lands, even inside an import
     import builtins
 
-    from poisson_tasks import cli
+    from poisson_tasks import exits
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"imported {args[0]} while stopping")
 
-    monkeypatch.setattr(cli, "_writing", [])
+    monkeypatch.setattr(exits, "writing", [])
     monkeypatch.setattr(builtins, "__import__", refuse)
-    line = cli._stop_line(signal.SIGTERM)
+    line = exits.stop_line(signal.SIGTERM)
     monkeypatch.undo()
     assert line == "error: stopped by SIGTERM; nothing was written"
 
