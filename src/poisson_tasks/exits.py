@@ -97,14 +97,20 @@ def stop_line(signum: int) -> str:
     """The one line a stop outside a run's own handling prints (a hint only where it works).
 
     stopping's handler calls this wherever the stop lands, even inside an import; so with nothing
-    written this imports nothing. A folder is only listed once its verb has imported the runner,
-    prereg and credentials whole, so the hint's imports are loaded already."""
+    listed this imports nothing. A folder is only listed once its verb has imported the runner,
+    prereg and credentials whole, so these imports (the header's name among them) are loaded
+    already; at the top of this module the run folder's schema would load pydantic for --help."""
     name = stopping.signal_name(signum)
-    written = [folder for folder in writing if (folder / "run.json").is_file()]
-    if not written:
-        return f"error: stopped by {name}; nothing was written"
+    nothing = f"error: stopped by {name}; nothing was written"
+    if not writing:
+        return nothing
     from poisson_tasks.credentials import masked
+    from poisson_tasks.runfolder import HEADER
     from poisson_tasks.runner.folder import resume_hint
+
+    written = [folder for folder in writing if (folder / HEADER).is_file()]
+    if not written:
+        return nothing
 
     hint = escape_controls(masked(f"stopped by {name}; continue with {resume_hint(written[0])}"))
     return f"error: {hint}"
