@@ -695,3 +695,31 @@ def test_the_start_up_tool_call_says_what_came_back(
     else:
         assert "the template and this model do not agree" in report
         assert "--template hermes-tools or json-tools, or a file" in report
+
+
+def test_serve_local_announces_its_template_start_up_call_and_address() -> None:
+    import dataclasses
+
+    from poisson_tasks.local.server import LocalServer, ToolCallProbe
+
+    probe = ToolCallProbe(outcome="native", said="probe(x=1)", seconds=0.25)
+    server = LocalServer(
+        base_url="http://127.0.0.1:9/v1",
+        alias="tiny",
+        model_path=Path("tiny.gguf"),
+        template=None,
+        threads=1,
+        n_ctx=4096,
+        chat_format=None,
+        handle=None,
+        template_note="the GGUF's own",
+        probe=probe,
+    )
+    assert server.announcement() == [
+        "template embedded, the GGUF's own",
+        f"start-up tool call: {probe.report('embedded')}",
+        "serving tiny at http://127.0.0.1:9/v1 (llama.cpp, 1 thread, n_ctx 4096, template "
+        "embedded; tool calls parsed by llama.cpp, chat format not reported); Ctrl-C stops",
+    ]
+    quiet = dataclasses.replace(server, probe=ToolCallProbe("prose", "", 0.1))
+    assert len(quiet.announcement()) == 2  # a call that did not come back native: a warning said so

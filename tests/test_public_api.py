@@ -65,8 +65,8 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_import_and_help_load_no_layer_below_the_cli() -> None:
-    """`import poisson_tasks` and `poisson-tasks --help` import only the package, cli, errors, the
-    stop handlers and serve-local's defaults (no third-party module beyond typer)."""
+    """`import poisson_tasks` and `poisson-tasks --help` import only the package, cli, exits,
+    errors, the stop handlers and serve-local's defaults (no third-party module beyond typer)."""
     script = (
         "import sys\n"
         "import poisson_tasks\n"
@@ -80,11 +80,13 @@ def test_import_and_help_load_no_layer_below_the_cli() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout.split()
     # stopping: the signal handlers (standard library and errors only), needed before anything heavy;
-    # local.defaults: serve-local's defaults and template names for its --help (standard library)
+    # local.defaults: serve-local's defaults and template names for its --help (standard library);
+    # exits: what wraps every verb (its one-line errors and exit statuses; typer and errors only)
     assert out == [
         "poisson_tasks",
         "poisson_tasks.cli",
         "poisson_tasks.errors",
+        "poisson_tasks.exits",
         "poisson_tasks.local",
         "poisson_tasks.local.defaults",
         "poisson_tasks.stopping",

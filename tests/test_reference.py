@@ -806,3 +806,31 @@ def test_process_mode_carries_the_key_and_the_defaults() -> None:
         assert not reply.choices[0].message.tool_calls  # p_early_stop=1 from the defaults
         assert "p_early_stop=1" in reply.model
     assert not s.serving
+
+
+def test_serve_reference_announces_its_address_policies_and_limits_in_one_line() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from poisson_tasks.policycatalogue import POLICY_NAMES
+
+    serve = [sys.executable, "-m", "poisson_tasks.cli", "serve-reference"]
+    served = subprocess.Popen(
+        [*serve, "--port", "0", "--rpm", "1200", "--tpm", "90000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert served.stdout is not None
+        line = served.stdout.readline().rstrip("\n")
+    finally:
+        served.send_signal(signal.SIGINT)
+        served.wait(timeout=30)
+    head, _, rest = line.partition(" (")
+    assert head.startswith("serving reference policies at http://127.0.0.1:")
+    assert head.endswith("/v1")
+    assert rest == (
+        f"{', '.join(POLICY_NAMES)}); 1,200 requests a minute; 90,000 tokens a minute; Ctrl-C stops"
+    )

@@ -104,14 +104,14 @@ def test_a_stop_with_nothing_written_imports_nothing(monkeypatch: pytest.MonkeyP
     # the handler computes the line wherever the stop lands, even inside an import
     import builtins
 
-    from poisson_tasks import cli
+    from poisson_tasks import exits
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"imported {args[0]} while stopping")
 
-    monkeypatch.setattr(cli, "_writing", [])
+    monkeypatch.setattr(exits, "writing", [])
     monkeypatch.setattr(builtins, "__import__", refuse)
-    line = cli._stop_line(signal.SIGTERM)
+    line = exits.stop_line(signal.SIGTERM)
     monkeypatch.undo()
     assert line == "error: stopped by SIGTERM; nothing was written"
 
@@ -124,3 +124,20 @@ def test_install_off_the_main_thread_is_a_no_op() -> None:
     thread.start()
     thread.join()
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_stop_names_the_resume_only_for_a_listed_folder_with_a_header(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from poisson_tasks import exits
+
+    started, begun = tmp_path / "started", tmp_path / "begun"
+    started.mkdir()
+    begun.mkdir()
+    (begun / "run.json").write_text("{}")
+    monkeypatch.setattr(exits, "writing", [started])
+    assert exits.stop_line(signal.SIGINT) == "error: stopped by SIGINT; nothing was written"
+    monkeypatch.setattr(exits, "writing", [begun])
+    line = exits.stop_line(signal.SIGTERM)
+    assert line.startswith("error: stopped by SIGTERM; continue with poisson-tasks run --resume")
+    assert str(begun) in line

@@ -5,36 +5,34 @@ from __future__ import annotations
 import copy
 import functools
 import gc
-import os
-import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import typer.models
-from typer.exceptions import TyperException
 
 from poisson_tasks import stopping
-from poisson_tasks.errors import PoissonError, PreregistrationError, escape_controls
+from poisson_tasks.errors import PoissonError, escape_controls
+from poisson_tasks.exits import (
+    collector_held,
+    exits,
+    report_line,
+    run_command,
+    say,
+    stop_line,
+    writing,
+)
 from poisson_tasks.local import defaults as local_defaults
 
 if TYPE_CHECKING:
     from typer._click import Command  # typer's own click, which its get_command returns
 
-    from poisson_tasks.calibration.output import CardFiles
+    from poisson_tasks.calibration.cardtarget import CardMade
 
 # Each verb imports what it needs inside its own body (ruff PLC0415 is off for this file): the
-# top layer defers every heavy import so `poisson-tasks --help` starts in milliseconds.
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-PROG = "poisson-tasks"
-INTERNAL_ERROR = 70  # EX_SOFTWARE, as errors.GeneratorFault
-# The folder a verb is writing, for the one line a stop prints (a resume hint only where it exists).
-_writing: list[Path] = []
+# top layer defers every heavy import so `poisson-tasks --help` starts in milliseconds. How a
+# verb's errors, a usage error and a stop end (one line, an exit status) is exits.py's.
 
 app = typer.Typer(
     add_completion=False,
@@ -68,64 +66,6 @@ def _root(
     ] = False,
 ) -> None:
     """poisson-tasks: measure what one level of a difficulty knob is worth to one model."""
-
-
-_reported: list[int] = []  # exit statuses whose line a verb already printed
-
-
-def _say(prefix: str, text: str) -> None:
-    """One line on stderr, `prefix: text`: the value of any environment secret in it redacted and
-    a credential-shaped run hidden (credentials.without_environment_secrets and masked, whoever
-    built the message), and its control characters escaped (errors.escape_controls), so a value
-    quoted from the input never starts a second line."""
-    from poisson_tasks.credentials import masked, without_environment_secrets
-
-    shown = masked(without_environment_secrets(text))
-    typer.echo(f"{prefix}: {escape_controls(shown)}", err=True)
-
-
-def _line(text: str, err: bool = False) -> None:
-    """One report line (a summary, a path written), as an error line is printed (_say): a
-    folder's name, a shard's, or a server's words in it never show an environment secret nor
-    drive the terminal."""
-    from poisson_tasks.credentials import without_environment_secrets
-
-    typer.echo(escape_controls(without_environment_secrets(text)), err=err)
-
-
-def _fail(exc: PoissonError) -> typer.Exit:
-    _say("error", str(exc))
-    _reported.append(exc.exit_code)
-    return typer.Exit(exc.exit_code)
-
-
-# Set by main when the console command loaded with the cyclic collector off (launch.py): the
-# verb turns it back on before its own work, so a long run collects as it always did. What was
-# allocated while it was off is frozen first (gc.freeze): the collector's first pass would
-# otherwise scan all of it at once, which costs more than the passes it saved.
-_collector_held: list[bool] = []
-
-
-def exits(verb: Callable[_P, _R]) -> Callable[_P, _R]:
-    """The one place library errors become exit codes: a PreregistrationError prints one line per
-    problem, any other PoissonError one line; both exit with the error's `exit_code` (errors.py)."""
-
-    @functools.wraps(verb)
-    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if _collector_held:  # what loaded stays (frozen, never scanned); new work is collected
-            _collector_held.clear()
-            gc.freeze()
-            gc.enable()
-        try:
-            return verb(*args, **kwargs)
-        except PreregistrationError as exc:
-            for problem in exc.problems:
-                _say("error", problem)
-            raise typer.Exit(exc.exit_code) from None
-        except PoissonError as exc:
-            raise _fail(exc) from None
-
-    return run
 
 
 @app.command()
@@ -163,8 +103,16 @@ def generate(
     """
     from poisson_tasks.pins import pinned_bundle
 
-    if plan is not None or arms is not None:
-        _pin_check(arm, plan, arms, seeds, workers)
+    if plan is not None or arms is not None:  # the ledger sits below prereg: given its loader
+        from poisson_tasks.errors import PinRefusal
+        from poisson_tasks.pins.ledger import pin_ledger
+        from poisson_tasks.prereg import load_preregistration
+
+        load = None if plan is None else functools.partial(load_preregistration, plan)
+        ledger = pin_ledger(arm, load, arms, seeds, workers)
+        typer.echo("\n".join(ledger.blocks))
+        if ledger.refusal is not None:
+            raise PinRefusal(ledger.refusal)
         return
     if arm is None:
         raise PoissonError("give an ARM (e.g. depth:d3), or --arms a,b,c or --plan FILE")
@@ -177,32 +125,6 @@ def generate(
         typer.echo(render_bundle(bundle))
     else:
         typer.echo(f"{bundle.task_id}  {bundle.arm_id}  seed {bundle.seed}")
-
-
-def _pin_check(
-    arm: str | None, plan: Path | None, arms: str | None, seeds: str | None, workers: int
-) -> None:
-    """generate --arms/--plan: the pin ledger over every contrast, printed; exit 2 on a refusal."""
-    from poisson_tasks.errors import PinRefusal
-    from poisson_tasks.pins import check_plan, pin_targets
-    from poisson_tasks.pins.owntools import own_tools_ledger
-    from poisson_tasks.prereg import load_preregistration
-
-    def plan_targets() -> tuple[list[str], list[int]]:
-        assert plan is not None
-        loaded = load_preregistration(plan)
-        return list(loaded.arms), list(loaded.seeds)
-
-    arm_list, seed_list = pin_targets(
-        arm=arm, plan=None if plan is None else plan_targets, arms=arms, seeds=seeds
-    )
-    report = check_plan(arm_list, seed_list, workers=workers)
-    tools = load_preregistration(plan).own_tools if plan is not None else None
-    typer.echo("\n".join(report.lines()))
-    if tools is not None:  # the plan's own tools: what they change, and what cannot be held
-        typer.echo("\n".join(own_tools_ledger(arm_list, seed_list, tools).lines()))
-    if report.refused:
-        raise _fail(PinRefusal(report.message()))
 
 
 @app.command()
@@ -233,12 +155,10 @@ def view(
     """Write a card as one self-contained HTML page; every cell opens its episodes."""
     from poisson_tasks.view import write_view
 
-    if out is None:
-        raise PoissonError("--out is required: the HTML file to write, e.g. --out report.html")
     report = write_view(out, target, published)
-    _line(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
-    for line in ([report.refusal] if report.refusal else []) + report.task_problems[:5]:
-        _say("note", line)
+    report_line(f"{report.path}: {report.size:,} bytes, {report.episodes:,} episodes")
+    for note in report.notes():
+        say("note", note)
 
 
 @app.command("serve-reference")
@@ -274,22 +194,9 @@ def serve_reference(
     ] = None,
 ) -> None:
     """Serve the reference policies (baselines, never a model) as an OpenAI-compatible endpoint."""
-    from poisson_tasks.policycatalogue import parse_param_options
-    from poisson_tasks.reference import POLICY_NAMES, RateLimit
     from poisson_tasks.reference import serve_reference as serve
 
-    serve(
-        host,
-        port,
-        api_key=api_key,
-        policy_defaults=parse_param_options(param or []),
-        rate_limit=RateLimit(rpm, tpm) if rpm is not None or tpm is not None else None,
-        announce=lambda served: typer.echo(
-            f"serving reference policies at {served.base_url} ({', '.join(POLICY_NAMES)})"
-            + "".join(f"; {v:,} {n} a minute" for n, v in (("requests", rpm), ("tokens", tpm)) if v)
-            + "; Ctrl-C stops"
-        ),
-    )
+    serve(host, port, api_key=api_key, params=param or [], rpm=rpm, tpm=tpm, announce=typer.echo)
 
 
 @app.command("serve-local")
@@ -327,23 +234,7 @@ def serve_local(
     whether it came back as a native call is printed. Prints the base URL; Ctrl-C or SIGTERM stops
     it.
     """
-    from poisson_tasks.local.server import LocalServer
     from poisson_tasks.local.server import serve_local as serve
-
-    def _announce(server: LocalServer) -> None:
-        tpl = server.template
-        what = f"{tpl.name} ({tpl.family or 'family not stated'})" if tpl else "embedded"
-        typer.echo(f"template {tpl.name if tpl else 'embedded'}, {server.template_note}")
-        if server.probe is not None and server.probe.native:  # otherwise a warning said it
-            typer.echo(
-                f"start-up tool call: {server.probe.report(tpl.name if tpl else 'embedded')}"
-            )
-        threads = f"{server.threads} thread{'' if server.threads == 1 else 's'}"
-        typer.echo(
-            f"serving {server.alias} at {server.base_url} (llama.cpp, {threads}, n_ctx "
-            f"{server.n_ctx}, template {what}; tool calls parsed by llama.cpp, chat format "
-            f"{server.chat_format or 'not reported'}); Ctrl-C stops"
-        )
 
     serve(
         model,
@@ -352,8 +243,8 @@ def serve_local(
         ctx=ctx,
         template=template,
         alias=alias,
-        announce=_announce,
-        warn=lambda line: _say("warning", line),
+        announce=lambda server: typer.echo("\n".join(server.announcement())),
+        warn=lambda line: say("warning", line),
     )
 
 
@@ -393,8 +284,7 @@ def card(
     Either way the card's files are written into the run folder's card/ (and --out DIR when
     given); a destination that would overwrite something else is refused before anything runs.
     """
-    from poisson_tasks import calibration
-    from poisson_tasks.calibration.cardjson import card_json
+    from poisson_tasks.calibration.cardtarget import card_run_folder, is_run_target
 
     if published and target is not None:
         raise PoissonError(
@@ -403,92 +293,50 @@ def card(
         )
     if published:
         _check_published()
-        return
-    if compare not in (None, "published"):
-        raise PoissonError(f"--compare {compare!r} is unknown; the one choice is `published`")
-    if plot and out is None:
-        raise PoissonError("--plot writes PNG files: add --out DIR")
-    incomplete, beside = False, None
-    if target is None or (target.exists() and not target.is_dir()):  # a FIFO: refused as read
-        made, incomplete = _run_then_card(target, run_dir, out, plot, quiet)
-        beside = calibration.compare_published(made.artifact) if compare else None
-    elif target.is_dir():
-        if run_dir is not None:
-            raise PoissonError("--run-dir goes with a pre-registration file, not a run folder")
-        made, beside = _card_folder(target, out, plot, compare is not None)
+    elif is_run_target(target, run_dir=run_dir, out=out, plot=plot, compare=compare):
+        assert target is not None
+        _print_card(card_run_folder(target, out, plot=plot, compare=compare is not None), as_json)
     else:
-        raise PoissonError(
-            f"{target} does not exist: give a run folder or a pre-registration YAML file"
+        from poisson_tasks.study import card_preregistration  # the runner: for a run alone
+
+        made = card_preregistration(
+            target,
+            run_dir,
+            out,
+            plot=plot,
+            compare=compare is not None,
+            show_progress=False if quiet else None,
+            report=lambda line: report_line(line, err=True),
         )
-    for path in made.written:
-        _line(str(path), err=True)
-    for note in made.notes:
-        _say("note", note)
-    artifact = made.artifact
-    if beside is not None:
-        typer.echo(beside, nl=False)
-    else:
-        doc = calibration.render_document(artifact)
-        sys.stdout.write(card_json(artifact).decode() if as_json else doc)
-    if incomplete:
+        _print_card(made, as_json)
+
+
+def _print_card(made: CardMade, as_json: bool) -> None:
+    """The paths written and any note on stderr, then the card (or the comparison) on stdout."""
+    for path in made.files.written:
+        report_line(str(path), err=True)
+    for note in made.files.notes:
+        say("note", note)
+    sys.stdout.write(made.document(as_json))
+    if made.incomplete:
         raise typer.Exit(3)
 
 
 def _check_published() -> None:
     """card --published: every published card rebuilt from its records and checked byte for
     byte, one line each; exit 1 when any differs."""
-    from poisson_tasks import calibration
+    from poisson_tasks.calibration.published import check_published
 
-    checks = calibration.check_published()
+    checks = check_published()
     if not checks:
         typer.echo("no published card is listed in the manifest: nothing to check")
     for check in checks:
         if check.ok:
             typer.echo(f"ok: {escape_controls(check.message)}")
         else:
-            _say("error", check.message)
+            say("error", check.message)
     if not all(check.ok for check in checks):
         raise typer.Exit(1)
-
-
-def _card_folder(
-    target: Path, out: Path | None, plot: bool, compare: bool
-) -> tuple[CardFiles, str | None]:
-    """A run folder's card, written into its card/ (and `out`), and the comparison with the
-    published cards when asked for (a refusal there writes no file)."""
-    from poisson_tasks import calibration
-    from poisson_tasks.calibration.output import check_card_place, write_run_card
-
-    if out is not None:  # refused before the pass over the records
-        check_card_place(out, target)
-    artifact = calibration.card_from_run(target)
-    beside = calibration.compare_published(artifact) if compare else None
-    return write_run_card(artifact, target, out, plot=plot), beside
-
-
-def _run_then_card(
-    prereg: Path | None, run_dir: Path | None, out: Path | None, plot: bool, quiet: bool
-) -> tuple[CardFiles, bool]:
-    """Run a pre-registration (or the embedded default) and card it; the summary goes to stderr.
-
-    The one rule, shared with `run`: stdout carries what a command makes (here the card); a run's
-    session summary is a report and goes to stderr.
-    """
-    from poisson_tasks.runner import RunSummary, summary_lines
-    from poisson_tasks.study import card_study, default_preregistration
-
-    source = prereg if prereg is not None else default_preregistration()
-    if prereg is None:
-        typer.echo(f"no target given: running the embedded default {source.name}", err=True)
-
-    def report(summary: RunSummary) -> None:  # before the card, so a refused card has it too
-        for line in summary_lines(summary):
-            _line(line, err=True)
-
-    result, made = card_study(
-        source, run_dir, out, plot=plot, show_progress=False if quiet else None, on_run=report
-    )
-    return made, result.summary.exit_code == 3
 
 
 @app.command()
@@ -514,10 +362,7 @@ def validate(
     """Validate a pre-registration: print its plan and resolution, or every problem (exit 2)."""
     from poisson_tasks.prereg import describe_plan, load_preregistration
 
-    plan = load_preregistration(file)
-    typer.echo(describe_plan(plan))
-    if seeds:
-        typer.echo("seeds: " + ", ".join(map(str, plan.seeds)))
+    typer.echo(describe_plan(load_preregistration(file), seeds=seeds))
 
 
 @app.command()
@@ -574,12 +419,12 @@ def run(
         accept_serving_change=accept_serving_change,
         show_progress=False if quiet else None,
     )
-    _writing.append(request.path)
+    writing.append(request.path)
     summary = run_request(request)
     for line in summary_lines(summary):
-        _line(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
+        report_line(line, err=True)  # stderr, as `card PREREG` prints it (one rule)
     for alarm in alarm_lines(summary):
-        _say("error", alarm)
+        say("error", alarm)
     raise typer.Exit(summary.exit_code)
 
 
@@ -622,7 +467,7 @@ def replay(
     from poisson_tasks.runner.alarms import alarm_lines
     from poisson_tasks.study import replay_study
 
-    _writing.append(run_dir / "replay")
+    writing.append(run_dir / "replay")
     result = replay_study(
         run_dir,
         sample,
@@ -632,9 +477,9 @@ def replay(
         base_url=base_url,
     )
     for line in result.lines():
-        _line(line)
+        report_line(line)
     for alarm in alarm_lines(result.summary):  # as `run` prints them: one `error:` line each
-        _say("error", alarm)
+        say("error", alarm)
     raise typer.Exit(result.summary.exit_code)
 
 
@@ -656,15 +501,9 @@ def merge(
     """
     from poisson_tasks.runner.merge import merge_shards
 
-    if not folders:
-        raise PoissonError(
-            "give the shard folders to merge: poisson-tasks merge DIR_0 ... DIR_n-1 --out DIR"
-        )
-    if out is None:
-        raise PoissonError("give --out DIR: the new run folder the merge is written into")
-    summary = merge_shards(list(folders), out)
+    summary = merge_shards(folders, out)
     for line in summary.lines_printed():
-        _line(line)
+        report_line(line)
 
 
 @app.command()
@@ -696,51 +535,16 @@ def probe(
 ) -> None:
     """The knob probe: run PREREG into --out (resuming it), or read --from DIR; exit 3 when a
     folder is left incomplete (run the same command again to resume it)."""
-    from poisson_tasks.probe.design import load_probe
     from poisson_tasks.probe.render import render_probe, result_json
-    from poisson_tasks.probe.run import rerun_void, run_probe
-    from poisson_tasks.probe.table import analyse
+    from poisson_tasks.probe.run import probe_command
 
-    complete = True
-    if from_dir is not None:
-        if prereg is not None or out is not None or rerun is not None:
-            raise PoissonError("--from reads a probe folder: give no PREREG, --out or --rerun")
-        result = analyse(from_dir)
-    else:
-        if prereg is None or out is None:
-            raise PoissonError("give PREREG and --out DIR to run a probe, or --from DIR")
-        show = False if quiet else None
-        if rerun is not None:
-            label, sep, arm = rerun.partition(":")
-            if not sep or not arm:
-                raise PoissonError(f"--rerun {rerun!r} is not LABEL:ARM, e.g. nano:faults:f4")
-            run_probe(load_probe(prereg), out, show_progress=show, run=False)
-            done = rerun_void(out, label, arm, cause or "", show_progress=show)
-        else:
-            if cause is not None:
-                raise PoissonError("--cause goes with --rerun LABEL:ARM")
-            done = run_probe(prereg, out, show_progress=show)
-        result, complete = done.result, done.complete
+    done = probe_command(
+        prereg, out, from_dir, rerun, cause, show_progress=False if quiet else None
+    )
+    result = done.result
     sys.stdout.write(result_json(result).decode() if as_json else render_probe(result))
-    if not complete:
+    if not done.complete:
         raise typer.Exit(3)
-
-
-def _stop_line(signum: int) -> str:
-    """The one line a stop outside a run's own handling prints (a hint only where it works).
-
-    stopping's handler calls this wherever the stop lands, even inside an import; so with nothing
-    written this imports nothing. A folder is only listed once its verb has imported the runner,
-    prereg and credentials whole, so the hint's imports are loaded already."""
-    name = stopping.signal_name(signum)
-    written = [folder for folder in _writing if (folder / "run.json").is_file()]
-    if not written:
-        return f"error: stopped by {name}; nothing was written"
-    from poisson_tasks.credentials import masked
-    from poisson_tasks.runner.folder import resume_hint
-
-    hint = escape_controls(masked(f"stopped by {name}; continue with {resume_hint(written[0])}"))
-    return f"error: {hint}"
 
 
 @functools.cache
@@ -771,50 +575,16 @@ def _tree(argv: list[str]) -> Command:
 
 
 def run_cli(argv: list[str] | None = None) -> int:
-    """Run the command line on argv; returns the exit status. A usage error (an unknown verb or
-    flag, a value of the wrong type) is one line and "try --help", exit 2; Ctrl-C or SIGTERM is
-    one line, exit 130 or 143; nothing ever ends in a traceback for a stop or a bad input."""
-    _writing.clear()
-    _reported.clear()
+    """Run the command line on argv (sys.argv's by default); returns the exit status
+    (exits.run_command: one line and a status for every error and stop, never a traceback)."""
     args = sys.argv[1:] if argv is None else argv
-    try:
-        rv = _tree(args).main(args=args, prog_name=PROG, standalone_mode=False)
-    except typer.Abort:
-        rv = 130
-    except TyperException as exc:
-        message = " ".join(exc.format_message().split())
-        code = int(getattr(exc, "exit_code", 2))
-        if not message:  # no arguments at all: the help was printed
-            return code
-        ctx = getattr(exc, "ctx", None)
-        where = ctx.command_path if ctx is not None else PROG
-        _say("error", f"{message} (try `{where} --help`)")
-        return code
-    except KeyboardInterrupt:  # Ctrl-C where Python's default handler raises (run_cli in-process)
-        rv = 130
-    except PoissonError as exc:
-        _say("error", str(exc))
-        return exc.exit_code
-    except Exception as exc:  # a bug: still one line (POISSON_DEBUG=1 shows the traceback)
-        if os.environ.get("POISSON_DEBUG"):
-            raise
-        first = str(exc).split("\n", 1)[0][:300]
-        _say(
-            "error",
-            f"internal error ({type(exc).__name__}: {first}): a bug in poisson-tasks, not your "
-            "input; please report it with the command (POISSON_DEBUG=1 prints the traceback)",
-        )
-        return INTERNAL_ERROR
-    if rv == 130 and not _reported:  # typer turns KeyboardInterrupt into exit 130, silently
-        typer.echo(_stop_line(signal.SIGINT), err=True)
-        return 128 + signal.SIGINT
-    return rv if isinstance(rv, int) else 0
+    return run_command(_tree(args), args)
 
 
 def main() -> None:
-    stopping.install(_stop_line)
+    stopping.install(stop_line)
     if not gc.isenabled():  # launch.py held it off while loading
-        _collector_held.append(True)
+        collector_held.append(True)
     sys.exit(run_cli())
 
 

@@ -41,7 +41,7 @@ def escape_controls(text: str) -> str:
     and zero-width spaces, spaces other than U+0020, unassigned code points) written as its Python
     escape (\\n, \\r, \\x1b, \\u202e ...), so a value quoted from the input can neither start a
     second line, drive the terminal, nor reorder the text around it. The one definition of the
-    rule: every printed error line passes through it (cli.py), and so does every supplied string
+    rule: every printed error line passes through it (exits.py), and so does every supplied string
     a card, a page or a terminal prints (supplied.py)."""
     if text.isprintable():  # the usual case: nothing to escape
         return text

@@ -15,7 +15,7 @@ from poisson_tasks import stopping
 stopping.install()
 # Loading the command line allocates much and frees almost nothing, so the cyclic collector's
 # passes over it are wasted work (about a twentieth of `generate --json`): it is off until the
-# verb starts, which freezes what loaded and turns it back on (cli.exits).
+# verb starts, which freezes what loaded and turns it back on (exits.exits).
 gc.disable()
 from poisson_tasks.cli import main as cli_main  # noqa: E402  (the slow part, after the handlers)
 

@@ -139,6 +139,23 @@ class LocalServer:
         """Stop the server: xllamacpp's Server stops (and joins its loop) when it is released."""
         self.handle = None
 
+    def announcement(self) -> list[str]:
+        """What `serve-local` prints once the server answers: the template and why, the start-up
+        tool call when it came back native (otherwise a warning said so), and the base URL."""
+        tpl = self.template
+        name = tpl.name if tpl else "embedded"
+        what = f"{tpl.name} ({tpl.family or 'family not stated'})" if tpl else "embedded"
+        lines = [f"template {name}, {self.template_note}"]
+        if self.probe is not None and self.probe.native:
+            lines.append(f"start-up tool call: {self.probe.report(name)}")
+        threads = f"{self.threads} thread{'' if self.threads == 1 else 's'}"
+        lines.append(
+            f"serving {self.alias} at {self.base_url} (llama.cpp, {threads}, n_ctx {self.n_ctx}, "
+            f"template {what}; tool calls parsed by llama.cpp, chat format "
+            f"{self.chat_format or 'not reported'}); Ctrl-C stops"
+        )
+        return lines
+
 
 def _request(url: str, body: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
     data = None if body is None else json.dumps(body).encode("utf-8")

@@ -38,8 +38,9 @@ def _reads(plan: Plan) -> list[str]:
     return out
 
 
-def describe_plan(plan: Plan) -> str:
-    """The plan as validate prints it: arms, seeds and hash, episodes, horizon, resolution."""
+def describe_plan(plan: Plan, *, seeds: bool = False) -> str:
+    """The plan as validate prints it: arms, seeds and hash, episodes, horizon, resolution (and,
+    with `seeds`, the seed list: validate --seeds)."""
     pr = plan.preregistration
     resolution = plan.resolution
     lines = [
@@ -87,4 +88,6 @@ def describe_plan(plan: Plan) -> str:
         )
     )
     lines += [f"  note         {note}" for note in plan.notes]
+    if seeds:
+        lines.append("seeds: " + ", ".join(map(str, plan.seeds)))
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from poisson_tasks.calibration.records import EpisodeRecord, records_from_run
-from poisson_tasks.errors import RunFolderError
+from poisson_tasks.errors import PoissonError, RunFolderError
 from poisson_tasks.prereg import Plan, Rates, validate_preregistration
 from poisson_tasks.probe.design import (
     ProbeRegistration,
@@ -40,7 +40,7 @@ from poisson_tasks.runfolder import is_run_folder
 from poisson_tasks.runner import run_preregistration
 from poisson_tasks.runner.progress import Heartbeat
 
-__all__ = ["ProbeRun", "rerun_void", "run_probe"]
+__all__ = ["ProbeRun", "probe_command", "rerun_void", "run_probe"]
 
 
 @dataclass(frozen=True)
@@ -213,3 +213,31 @@ def rerun_void(
         result = analyse(root)
         write_result(root, result)
     return ProbeRun(folder=root, result=result, complete=complete)
+
+
+def probe_command(
+    prereg: Path | None,
+    out: Path | None,
+    from_dir: Path | None,
+    rerun: str | None,
+    cause: str | None,
+    *,
+    show_progress: bool | None = None,
+) -> ProbeRun:
+    """`poisson-tasks probe`: read --from DIR, rerun one void arm (--rerun LABEL:ARM --cause), or
+    run PREREG into --out; a combination that names two of these is refused in one line."""
+    if from_dir is not None:
+        if prereg is not None or out is not None or rerun is not None:
+            raise PoissonError("--from reads a probe folder: give no PREREG, --out or --rerun")
+        return ProbeRun(folder=from_dir, result=analyse(from_dir), complete=True)
+    if prereg is None or out is None:
+        raise PoissonError("give PREREG and --out DIR to run a probe, or --from DIR")
+    if rerun is None:
+        if cause is not None:
+            raise PoissonError("--cause goes with --rerun LABEL:ARM")
+        return run_probe(prereg, out, show_progress=show_progress)
+    label, sep, arm = rerun.partition(":")
+    if not sep or not arm:
+        raise PoissonError(f"--rerun {rerun!r} is not LABEL:ARM, e.g. nano:faults:f4")
+    run_probe(load_probe(prereg), out, show_progress=show_progress, run=False)
+    return rerun_void(out, label, arm, cause or "", show_progress=show_progress)

@@ -9,6 +9,7 @@ knob ships; void, incomplete and unrun arms are listed, never dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from poisson_tasks.arms import knob_def, parse_arm_id
@@ -184,113 +185,30 @@ def _spend(recs: Sequence[EpisodeRecord]) -> int:
     return sum(r.tokens or 0 for r in recs)
 
 
+@dataclass
+class _Reading:
+    """What `analyse` gathers model by model, each list in the order the outcome prints it."""
+
+    cells: dict[str, list[ProbeCell]]  # per knob, one cell per model that measured it
+    unmeasured: list[Unmeasured] = field(default_factory=list)
+    differences: list[PassDifference] = field(default_factory=list)
+    checks: list[Phase1Check] = field(default_factory=list)
+    arm_runs: list[ArmRun] = field(default_factory=list)
+    disclosures: list[str] = field(default_factory=list)
+    provenance: list[RunProvenance] = field(default_factory=list)
+
+    def unmeasured_all(self, label: str, reason: str) -> None:
+        """Every knob of one model unmeasured, for one reason."""
+        self.unmeasured += [Unmeasured(model=label, knob=k, reason=reason) for k in self.cells]
+
+
 def analyse(root: Path | str) -> ProbeResult:
     """The probe's outcome, from the records under `root` and nothing else."""
     root = Path(root)
     reg = read_registration(root)
-    th = reg.thresholds
-    rows_cells: dict[str, list[ProbeCell]] = {k: [] for k in reg.design.knobs}
-    unmeasured: list[Unmeasured] = []
-    differences: list[PassDifference] = []
-    checks: list[Phase1Check] = []
-    arm_runs: list[ArmRun] = []
-    disclosures: list[str] = []
-    provenance: list[RunProvenance] = []
+    reading = _Reading(cells={k: [] for k in reg.design.knobs})
     for pm in reg.models:
-        label = pm.label
-        check = phase1_check(reg, root, label)
-        if check is None:
-            unmeasured += [Unmeasured(model=label, knob=k, reason="not run") for k in rows_cells]
-            disclosures.append(f"{label}: not run (no phase-1 folder under {label}/).")
-            continue
-        checks.append(check)
-        provenance.append(_provenance(root, phase1_folder(root, label), label, "phase 1"))
-        verdict = "stopped the probe" if check.stopped else "passed"
-        disclosures.append(
-            f"{label}: phase 1 ran the base arms first ({check.scored} scored episodes); "
-            f"{check.no_call} made no tool call, so it {verdict} under the registered rule: "
-            f"{check.rule}."
-        )
-        if check.stopped or not check.complete:
-            why = "phase 1 stopped the probe" if check.stopped else "phase 1 is incomplete"
-            unmeasured += [Unmeasured(model=label, knob=k, reason=why) for k in rows_cells]
-            continue
-        runs = effective_arm_runs(reg, root, label)
-        if not runs:
-            unmeasured += [
-                Unmeasured(model=label, knob=k, reason="arms not run") for k in rows_cells
-            ]
-            continue
-        provenance.append(_provenance(root, arms_folder(root, label), label, "arms"))
-        for rfolder, note in rerun_folders(root, label):
-            provenance.append(_provenance(root, rfolder, label, f"rerun of {note.arm}"))
-            disclosures.append(
-                f"{label}: {note.arm} was void in {note.void_folder}/ and was run once more in "
-                f"{rfolder.relative_to(root).as_posix()}/, as the registration allows for a "
-                f"cause on the runner's side; the cause given: {note.cause}. The void attempt "
-                "is kept and listed below."
-            )
-        seeds = open_run(arms_folder(root, label)).header.seeds
-        cells: dict[str, ArmCounts] = {}
-        bad: dict[str, str] = {}
-        spent = _spend(records_from_run(phase1_folder(root, label)))
-        for run, recs in runs:
-            arm_runs.append(run)
-            spent += _spend(recs)
-            if run.void:
-                if not run.used:
-                    continue
-                disclosures.append(
-                    f"{label}: {run.arm} is void in {run.folder}/ (instrument rate "
-                    f"{run.instrument_rate:.3f} above {th.instrument_max:g}); its knob has no "
-                    "verdict on this model."
-                )
-            if not run.used:
-                continue
-            if run.void:
-                bad[run.arm] = f"{run.arm} void (instrument rate {run.instrument_rate:.3f})"
-            elif run.scored < run.planned:
-                bad[run.arm] = f"{run.arm} incomplete ({run.scored} of {run.planned} scored)"
-            else:
-                cells[run.arm] = ArmCounts(*arm_counts(recs, run.arm, seeds))
-        others = [r for r in provenance if r.model == label and r.sessions > 1]
-        for other in others:
-            disclosures.append(
-                f"{label}: {other.folder}/ was written in {other.sessions} sessions (stop reasons "
-                f"{', '.join(other.stop_reasons)}); a resumed session runs only slots with no "
-                "scored line."
-            )
-        disclosures.append(
-            f"{label}: {spent:,} tokens spent over phase 1, the arms and any rerun, against a "
-            f"cap of {reg.budget.tokens:,} tokens"
-            + (f" and ${reg.budget.dollars:g}" if reg.budget.dollars is not None else "")
-            + "."
-        )
-        for knob in reg.design.knobs:
-            needed = [a for a in knob_arms(knob) if a is not None]
-            missing = [bad[a] for a in needed if a in bad or a not in cells]
-            if missing:
-                why = "; ".join(bad.get(a, f"{a} not run") for a in needed if a not in cells)
-                unmeasured.append(Unmeasured(model=label, knob=knob, reason=why))
-                continue
-            rows_cells[knob].append(_cell_for(reg, label, knob, cells, differences))
-    rows: list[KnobStatusRow] = []
-    for knob in reg.design.knobs:
-        base, top, control = knob_arms(knob)
-        cells_k = tuple(rows_cells[knob])
-        ships = any(c.verdict == "bites" for c in cells_k) and not any(
-            c.verdict == "top easier" for c in cells_k
-        )
-        rows.append(
-            KnobStatusRow(
-                knob=parse_arm_id(base).knob,
-                shipped=ships,
-                base_arm=base,
-                top_arm=top,
-                control_arm=control,
-                cells=cells_k,
-            )
-        )
+        _read_model(reg, root, pm.label, reading)
     return ProbeResult(
         name=reg.name,
         registration_hash=registration_hash(reg),
@@ -299,11 +217,127 @@ def analyse(root: Path | str) -> ProbeResult:
         tasks=reg.design.tasks,
         attempts=reg.design.attempts,
         rule=rule_text(reg),
-        rows=rows,
-        unmeasured=unmeasured,
-        contrasts=differences,
-        phase1=checks,
-        arm_runs=arm_runs,
-        disclosures=disclosures,
-        provenance=provenance,
+        rows=[_knob_row(knob, tuple(reading.cells[knob])) for knob in reg.design.knobs],
+        unmeasured=reading.unmeasured,
+        contrasts=reading.differences,
+        phase1=reading.checks,
+        arm_runs=reading.arm_runs,
+        disclosures=reading.disclosures,
+        provenance=reading.provenance,
+    )
+
+
+def _read_model(reg: ProbeRegistration, root: Path, label: str, reading: _Reading) -> None:
+    """One model: its phase 1 under the registered rule, then its arms and the knobs they measure
+    (or why they measure none: not run, stopped, incomplete)."""
+    check = phase1_check(reg, root, label)
+    if check is None:
+        reading.unmeasured_all(label, "not run")
+        reading.disclosures.append(f"{label}: not run (no phase-1 folder under {label}/).")
+        return
+    reading.checks.append(check)
+    reading.provenance.append(_provenance(root, phase1_folder(root, label), label, "phase 1"))
+    verdict = "stopped the probe" if check.stopped else "passed"
+    reading.disclosures.append(
+        f"{label}: phase 1 ran the base arms first ({check.scored} scored episodes); "
+        f"{check.no_call} made no tool call, so it {verdict} under the registered rule: "
+        f"{check.rule}."
+    )
+    if check.stopped or not check.complete:
+        why = "phase 1 stopped the probe" if check.stopped else "phase 1 is incomplete"
+        reading.unmeasured_all(label, why)
+        return
+    runs = effective_arm_runs(reg, root, label)
+    if not runs:
+        reading.unmeasured_all(label, "arms not run")
+        return
+    _read_arm_folders(root, label, reading)
+    cells, bad, spent = _arm_cells(reg, root, label, runs, reading)
+    _disclose_sessions_and_spend(reg, label, spent, reading)
+    for knob in reg.design.knobs:
+        needed = [a for a in knob_arms(knob) if a is not None]
+        if any(a in bad or a not in cells for a in needed):
+            why = "; ".join(bad.get(a, f"{a} not run") for a in needed if a not in cells)
+            reading.unmeasured.append(Unmeasured(model=label, knob=knob, reason=why))
+            continue
+        reading.cells[knob].append(_cell_for(reg, label, knob, cells, reading.differences))
+
+
+def _read_arm_folders(root: Path, label: str, reading: _Reading) -> None:
+    """The provenance of a model's arms folder and of each rerun, each rerun disclosed."""
+    reading.provenance.append(_provenance(root, arms_folder(root, label), label, "arms"))
+    for rfolder, note in rerun_folders(root, label):
+        reading.provenance.append(_provenance(root, rfolder, label, f"rerun of {note.arm}"))
+        reading.disclosures.append(
+            f"{label}: {note.arm} was void in {note.void_folder}/ and was run once more in "
+            f"{rfolder.relative_to(root).as_posix()}/, as the registration allows for a "
+            f"cause on the runner's side; the cause given: {note.cause}. The void attempt "
+            "is kept and listed below."
+        )
+
+
+def _arm_cells(
+    reg: ProbeRegistration,
+    root: Path,
+    label: str,
+    runs: list[tuple[ArmRun, list[EpisodeRecord]]],
+    reading: _Reading,
+) -> tuple[dict[str, ArmCounts], dict[str, str], int]:
+    """Each arm's used attempt as counts, or why it gives none (`bad`: void, a void one disclosed,
+    or incomplete); and the tokens spent over phase 1 and every attempt."""
+    seeds = open_run(arms_folder(root, label)).header.seeds
+    cells: dict[str, ArmCounts] = {}
+    bad: dict[str, str] = {}
+    spent = _spend(records_from_run(phase1_folder(root, label)))
+    for run, recs in runs:
+        reading.arm_runs.append(run)
+        spent += _spend(recs)
+        if not run.used:  # an earlier attempt, replaced by a rerun: listed, not read
+            continue
+        if run.void:
+            reading.disclosures.append(
+                f"{label}: {run.arm} is void in {run.folder}/ (instrument rate "
+                f"{run.instrument_rate:.3f} above {reg.thresholds.instrument_max:g}); its knob "
+                "has no verdict on this model."
+            )
+            bad[run.arm] = f"{run.arm} void (instrument rate {run.instrument_rate:.3f})"
+        elif run.scored < run.planned:
+            bad[run.arm] = f"{run.arm} incomplete ({run.scored} of {run.planned} scored)"
+        else:
+            cells[run.arm] = ArmCounts(*arm_counts(recs, run.arm, seeds))
+    return cells, bad, spent
+
+
+def _disclose_sessions_and_spend(
+    reg: ProbeRegistration, label: str, spent: int, reading: _Reading
+) -> None:
+    """A model's folders written in more than one session, and its spend against the cap."""
+    for other in [r for r in reading.provenance if r.model == label and r.sessions > 1]:
+        reading.disclosures.append(
+            f"{label}: {other.folder}/ was written in {other.sessions} sessions (stop reasons "
+            f"{', '.join(other.stop_reasons)}); a resumed session runs only slots with no "
+            "scored line."
+        )
+    reading.disclosures.append(
+        f"{label}: {spent:,} tokens spent over phase 1, the arms and any rerun, against a "
+        f"cap of {reg.budget.tokens:,} tokens"
+        + (f" and ${reg.budget.dollars:g}" if reg.budget.dollars is not None else "")
+        + "."
+    )
+
+
+def _knob_row(knob: str, cells: tuple[ProbeCell, ...]) -> KnobStatusRow:
+    """One knob's row: its arms and each model's cell; it ships when some model's verdict is
+    `bites` and none is `top easier`."""
+    base, top, control = knob_arms(knob)
+    ships = any(c.verdict == "bites" for c in cells) and not any(
+        c.verdict == "top easier" for c in cells
+    )
+    return KnobStatusRow(
+        knob=parse_arm_id(base).knob,
+        shipped=ships,
+        base_arm=base,
+        top_arm=top,
+        control_arm=control,
+        cells=cells,
     )

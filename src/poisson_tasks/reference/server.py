@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from types import TracebackType
@@ -33,7 +33,7 @@ import httptools
 
 from poisson_tasks import __version__
 from poisson_tasks.errors import ReferenceServerError
-from poisson_tasks.policycatalogue import check_defaults
+from poisson_tasks.policycatalogue import POLICY_NAMES, check_defaults, parse_param_options
 from poisson_tasks.reference.app import ReferenceApp, Response
 from poisson_tasks.reference.ratelimit import RateLimit
 from poisson_tasks.reference.wire import SERVER_NAME, error_body
@@ -417,18 +417,28 @@ def serve_reference(
     port: int = 8765,
     *,
     api_key: str | None = None,
-    policy_defaults: Mapping[str, Mapping[str, object]] | None = None,
-    announce: Callable[[ReferenceServer], None] | None = None,
-    rate_limit: RateLimit | None = None,
+    params: Sequence[str] = (),
+    rpm: int | None = None,
+    tpm: int | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve in the foreground until interrupted or terminated (the CLI's serve-reference)."""
+    """Serve in the foreground until interrupted or terminated (the CLI's serve-reference): the
+    policies' defaults from `policy.param=value` options, OpenAI's limits when `rpm` or `tpm` is
+    given; `announce` gets the one line that says where it serves, once it does."""
+    defaults = parse_param_options(list(params))
+    rate_limit = RateLimit(rpm, tpm) if rpm is not None or tpm is not None else None
     server = start_reference_server(
-        host, port, api_key=api_key, policy_defaults=policy_defaults, rate_limit=rate_limit
+        host, port, api_key=api_key, policy_defaults=defaults, rate_limit=rate_limit
     )
+    limits = (("requests", rpm), ("tokens", tpm))
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
     if announce is not None:
-        announce(server)
+        announce(
+            f"serving reference policies at {server.base_url} ({', '.join(POLICY_NAMES)})"
+            + "".join(f"; {v:,} {n} a minute" for n, v in limits if v)
+            + "; Ctrl-C stops"
+        )
     try:
         while server.serving:
             time.sleep(0.5)

@@ -45,6 +45,7 @@ import shutil
 import tempfile
 from array import array
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -99,12 +100,6 @@ class MergeSummary:
             f"merged {self.shards} shards into {self.folder}: {self.slots} slots, {self.lines} "
             f"episode lines, {self.tokens:,} tokens; card it with poisson-tasks card {self.folder}"
         ]
-
-
-def _read_shards(folders: list[Path]) -> list[ShardFolder]:
-    if not folders:
-        raise MergeError("give the shard folders to merge: poisson-tasks merge DIR ... --out DIR")
-    return [read_shard_folder(path) for path in folders]
 
 
 def _check_cut(shards: list[ShardFolder]) -> int:
@@ -433,14 +428,21 @@ def _write(out: Path, shards: list[ShardFolder], header: RunHeader) -> int:
     return written
 
 
-def merge_shards(folders: list[Path | str], out: Path | str) -> MergeSummary:
+def merge_shards(folders: Sequence[Path | str] | None, out: Path | str | None) -> MergeSummary:
     """Check that `folders` are the n shard folders of one study (the module doc), then write their
-    merge into the new run folder `out`. MergeError in one line names what is wrong; nothing is
-    written unless every check passes."""
-    paths = [Path(f) for f in folders]
+    merge into the new run folder `out`. MergeError in one line names what is wrong (no folders
+    and no `out` included: `merge` passes its arguments as given); nothing is written unless every
+    check passes."""
+    paths = [Path(f) for f in folders or ()]
+    if not paths:
+        raise MergeError(
+            "give the shard folders to merge: poisson-tasks merge DIR_0 ... DIR_n-1 --out DIR"
+        )
+    if out is None:
+        raise MergeError("give --out DIR: the new run folder the merge is written into")
     out_path = Path(out)
     check_creatable(out_path)
-    shards = _read_shards(paths)
+    shards = [read_shard_folder(path) for path in paths]
     _check_cut(shards)
     _check_plan(shards)
     _check_instrument(shards)

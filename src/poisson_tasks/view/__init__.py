@@ -31,6 +31,10 @@ class ViewReport:
     refusal: str | None
     task_problems: list[str]
 
+    def notes(self) -> list[str]:
+        """What `view` prints as notes: the card's refusal, then the first five task problems."""
+        return ([self.refusal] if self.refusal else []) + self.task_problems[:5]
+
 
 @contextmanager
 def _no_cycle_collection() -> Iterator[None]:
@@ -61,8 +65,13 @@ def build_view(target: Path | None = None, published: str | None = None) -> tupl
         return collected, render_page(collected)
 
 
-def write_view(out: Path, target: Path | None = None, published: str | None = None) -> ViewReport:
-    """Write the report to `out` atomically (a kill or a full disk leaves the old file or none)."""
+def write_view(
+    out: Path | None, target: Path | None = None, published: str | None = None
+) -> ViewReport:
+    """Write the report to `out` atomically (a kill or a full disk leaves the old file or none);
+    `view` passes its --out as given, so a missing one is refused here in one line."""
+    if out is None:
+        raise OutputError("--out is required: the HTML file to write, e.g. --out report.html")
     if out.exists() and out.is_dir():
         raise OutputError(f"--out {out} is a folder: give the HTML file to write, e.g. report.html")
     if not out.parent.is_dir():
