@@ -17,6 +17,8 @@ BENCHMARKS = ROOT / "benchmarks"
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))  # as when run as a script: common.py beside it
 
+pytest.importorskip("cosmic_ray", reason="the mutation extra: uv sync --extra dev --extra mutation")
+
 import mutation  # noqa: E402
 import mutation_pytest  # noqa: E402
 
