@@ -1583,3 +1583,122 @@ def test_n21_refuses_a_lookalike_that_is_the_target_as_not_apart_from_it() -> No
     report = _doctored(bundles, "N21", target_twice, ("similarity:s3",))
     assert report.violated_rows == {"N21"}
     assert "is not a four-digit number apart from" in report.message()
+
+
+# ------------------------------------------------ mutation: pins/rows/scenario.py (N1, N2)
+
+
+def _departures(b: TaskBundle) -> list[str]:
+    departures: list[str] = measure_pins(b).value("N1")["departures"]
+    return departures
+
+
+def _row_code(b: TaskBundle, rid: str, code: str) -> TaskBundle:
+    """The bundle whose record `rid` holds `code` before any call (a row added if it has none)."""
+    rows = [r._replace(token=code) if r.record_id == rid else r for r in b.initial_state]
+    if all(r.record_id != rid for r in rows):
+        rows.append(rows[0]._replace(record_id=rid, token=code))
+    return _engine(b, rows=tuple(sorted(rows))).model_copy(update={"initial_state": rows})
+
+
+def _goal(b: TaskBundle, **update: Any) -> TaskBundle:
+    return b.model_copy(update={"goal": [b.goal[0].model_copy(update=update), *b.goal[1:]]})
+
+
+def _bindings(b: TaskBundle, change: Callable[[ToolBinding], ToolBinding]) -> TaskBundle:
+    return _engine(b, bindings=tuple(change(x) for x in b.engine.bindings))
+
+
+def _rename_read(b: TaskBundle, name: str) -> TaskBundle:
+    """The bundle whose first read tool is bound under `name` instead."""
+    first = _first_read(b)
+    return _bindings(b, lambda x: x.model_copy(update={"name": name}) if x.name == first else x)
+
+
+_SCENARIO_FIELD: dict[str, tuple[str, Callable[[TaskBundle, Scenario, str], TaskBundle]]] = {
+    # field: (arm, the bundle showing `value` where it shows the field), on seed 2
+    "key": ("shape:w4", lambda b, _sc, v: _engine(b, key=v)),
+    "cls": ("similarity:s3", lambda b, sc, v: _goal(b, ledger=f"{v}-{sc.ledger_number}")),
+    "record_id": ("shape:w4", lambda b, _sc, v: _goal(b, record_id=v)),
+    "entry_code": ("shape:w4", lambda b, sc, v: _row_code(b, sc.record_id, v)),
+    "ledger_number": ("similarity:s3", lambda b, sc, v: _goal(b, ledger=f"{sc.cls}-{v}")),
+    "sibling_code": ("shape:w4", lambda b, sc, v: _row_code(b, sc.sibling_id, v)),
+    "peer_codes": ("shape:w4", lambda b, sc, v: _row_code(b, sc.peer_ids[0], v)),
+}
+
+
+@pytest.mark.parametrize("side", ["below", "above"])
+@pytest.mark.parametrize("field", list(_SCENARIO_FIELD))
+def test_n1_names_a_field_shown_with_any_other_value(field: str, side: str) -> None:
+    """A departure is any other value, whichever way it sorts: a proper prefix of the scenario's
+    value sorts below it, the value with a digit appended above it; N1 names the field both ways."""
+    arm, show = _SCENARIO_FIELD[field]
+    b = generate(arm, 2)
+    sc = draw_scenario(b.split, b.seed)
+    own = str(getattr(sc, field) if field != "peer_codes" else sc.peer_codes[0])
+    assert field not in _departures(show(b, sc, own))
+    other = own[:-1] if side == "below" else own + "0"
+    assert field in _departures(show(b, sc, other))
+
+
+def test_n1_names_a_goal_less_bundle_for_its_record() -> None:
+    assert "record_id" in _departures(generate("depth:d3", 2).model_copy(update={"goal": []}))
+
+
+def test_n1_names_a_read_the_scenario_does_not_draw() -> None:
+    """The block's reads are the first n of the scenario's order; one read swapped for a read
+    name past them (still in the read vocabulary) is a departure."""
+    b = generate("distractor:r4@k16", 2)
+    sc = draw_scenario(b.split, b.seed)
+    n = sum(1 for x in b.engine.bindings if x.kind == "read")
+    assert _departures(b) == []
+    assert "reads" in _departures(_rename_read(b, sc.reads[n]))
+
+
+def test_n1_leaves_a_block_of_a_users_own_tools_to_n4() -> None:
+    """A block holding a name outside the read vocabulary is not seed-drawn: N1 does not read it."""
+    b = generate("distractor:r4@k16", 2)
+    assert _departures(_rename_read(b, "my_own_lookup")) == []
+
+
+def test_n1_names_a_decoy_class_the_scenario_does_not_draw() -> None:
+    """The decoy classes are the first n of the scenario's other classes; the stage tools of one
+    decoy moved to the next class in that order are a departure."""
+    b = generate("distractor:r4@k16", 2)
+    sc = draw_scenario(b.split, b.seed)
+    classes = {x.ledger for x in b.engine.bindings if x.kind == "stage"} - {sc.cls}
+    n = len(classes)
+    assert classes == set(sc.other_classes[:n])
+    last, past = sc.other_classes[n - 1], sc.other_classes[n]
+    moved = _bindings(b, lambda x: x.model_copy(update={"ledger": past}) if x.ledger == last else x)
+    assert "other_classes" in _departures(moved)
+
+
+def test_n1_reads_decoys_without_the_goal_class() -> None:
+    """The decoys are the block's stage classes other than the goal's; a block without the goal's
+    stage tools (N2 and N4 hold those) shows no decoy N1 would name."""
+    b = generate("distractor:r4@k16", 2)
+    sc = draw_scenario(b.split, b.seed)
+    assert _departures(b) == []
+    decoys_only = _bindings(
+        b, lambda x: x.model_copy(update={"kind": "read"}) if x.ledger == sc.cls else x
+    )
+    assert "other_classes" not in _departures(decoys_only)
+
+
+def test_n1_takes_a_query_that_wraps_past_the_last_of_the_scenarios_queries() -> None:
+    """A query is cut from the scenario's queries joined from the i-th on, wrapping to the first
+    (generator/draft.py); one across the wrap is the scenario's own."""
+    b = generate("history:t600", 2)
+    joined = "".join(draw_scenario(b.split, b.seed).queries)
+    assert _departures(_seeded_query(b, joined[-16:] + joined[:16])) == []
+
+
+def test_n1_holds_a_bundle_read_back_from_json() -> None:
+    """Values are compared by what they are, not by which object holds them: a bundle written and
+    read back (every string a fresh one) shows no departure, peers included."""
+    b = generate("shape:w4", 2)
+    assert len(b.initial_state) > 2
+    back = TaskBundle.model_validate_json(b.model_dump_json())
+    assert back == b
+    assert _departures(back) == []
