@@ -1702,3 +1702,22 @@ def test_n1_holds_a_bundle_read_back_from_json() -> None:
     back = TaskBundle.model_validate_json(b.model_dump_json())
     assert back == b
     assert _departures(back) == []
+
+
+# ------------------------------------------------------------------ pins/rows/history.py on main
+
+
+def test_n9_says_by_how_much_the_higher_arms_episode_ends_longer_than_the_controls() -> None:
+    """The control's episode is its seeded history S and its own transcript T(L), the higher
+    arm's is T(H): a refusal says T(H) - T(L) - S, positive when the control seeds too little."""
+    bundles = contrast("depth", 0)
+    t = {a: measure_pins(bundles[a]).value("N9")["transcript_tokens"] for a in bundles}
+    adds = t["depth:d8"] - t["depth:d1+h8"]
+    for seeded in (adds - 3, adds + 3):
+        report = _doctored(bundles, "N9", _set("seeded_tokens", seeded), ("depth:d1+h8",))
+        (problem,) = [v for v in report.violations if v.row == "N9"]
+        assert problem.arms == ["depth:d1+h8"]
+        longer = adds - seeded
+        assert f"seeded {seeded} tokens; the higher arm's episode ends {longer:+d} longer, " in (
+            report.message()
+        ), report.message()
